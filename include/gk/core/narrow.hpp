@@ -132,11 +132,13 @@ constexpr std::uint8_t f32_to_ue4m3(float x) noexcept {
 
 // ---- e2m1: fp4 (1 sign, 2 exponent, 1 mantissa) --------------------------------------
 // Magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign. No inf or NaN: encoding
-// saturates at ±6 and sends NaN to +0.
+// saturates at ±6 and sends NaN to +0. Code 8 (negative zero) decodes to +0, as GGUF
+// readers decode it: a block of -0 codes is a block of +0.0f.
 
 constexpr float e2m1_to_f32(std::uint8_t c) noexcept {
-  constexpr float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  return (c & 8u) ? -mag[c & 7u] : mag[c & 7u];
+  constexpr float v[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                           0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  return v[c & 15u];
 }
 
 constexpr std::uint8_t f32_to_e2m1(float x) noexcept {

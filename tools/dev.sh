@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The README's two commands:
+#   bash tools/dev.sh demo   install what is missing, build, run examples/gk-demo
+#   bash tools/dev.sh test   install what is missing, build, run the whole test suite
+# Missing Debian packages are installed with apt-get (as root; otherwise the script says
+# what to install). The reference is built once into a cache by tools/reference.sh and
+# the tests that compare with it are always built. GK_BUILD_DIR picks the build folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-}"
+[[ "$mode" == demo || "$mode" == test ]] || { echo "usage: bash tools/dev.sh demo|test" >&2; exit 2; }
+build="${GK_BUILD_DIR:-build}"
+
+packages=(g++ meson ninja-build pkg-config catch2 libxsimd-dev cmake git npm python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "dev.sh: missing packages: ${missing[*]} (run as root, or apt-get install them)" >&2
+    exit 1
+  fi
+  echo "dev.sh: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+ref="$(tools/reference.sh)"
+if [[ ! -f "$build/build.ninja" ]]; then
+  meson setup "$build" -Dreference="$ref" >/dev/null
+else
+  meson configure "$build" -Dreference="$ref" >/dev/null
+fi
+
+jobs="$(nproc 2>/dev/null || echo 2)"
+if [[ "$mode" == demo ]]; then
+  ninja -C "$build" -j "$jobs" examples/gk-demo >/dev/null
+  exec "$build/examples/gk-demo"
+fi
+ninja -C "$build" -j "$jobs"
+meson test -C "$build" --print-errorlogs --num-processes "$jobs"
