@@ -15,7 +15,7 @@
 
 #define GK_SAME_ID(x, X)                                                           \
   static_assert(static_cast<int>(gk::type::x) == GGML_TYPE_##X, "gk::type::" #x); \
-  static_assert(GK_TYPE_##X == GGML_TYPE_##X, "GK_TYPE_" #X);
+  static_assert(static_cast<int>(GK_TYPE_##X) == static_cast<int>(GGML_TYPE_##X), "GK_TYPE_" #X);
 GK_SAME_ID(f32, F32) GK_SAME_ID(f16, F16) GK_SAME_ID(q4_0, Q4_0) GK_SAME_ID(q4_1, Q4_1)
 GK_SAME_ID(q5_0, Q5_0) GK_SAME_ID(q5_1, Q5_1) GK_SAME_ID(q8_0, Q8_0) GK_SAME_ID(q8_1, Q8_1)
 GK_SAME_ID(q2_K, Q2_K) GK_SAME_ID(q3_K, Q3_K) GK_SAME_ID(q4_K, Q4_K) GK_SAME_ID(q5_K, Q5_K)
@@ -25,7 +25,7 @@ GK_SAME_ID(iq2_s, IQ2_S) GK_SAME_ID(iq4_xs, IQ4_XS) GK_SAME_ID(i8, I8) GK_SAME_I
 GK_SAME_ID(i32, I32) GK_SAME_ID(i64, I64) GK_SAME_ID(f64, F64) GK_SAME_ID(iq1_m, IQ1_M)
 GK_SAME_ID(bf16, BF16) GK_SAME_ID(tq1_0, TQ1_0) GK_SAME_ID(tq2_0, TQ2_0) GK_SAME_ID(mxfp4, MXFP4)
 GK_SAME_ID(nvfp4, NVFP4) GK_SAME_ID(q1_0, Q1_0) GK_SAME_ID(q2_0, Q2_0)
-static_assert(gk::type_count == GGML_TYPE_COUNT && GK_TYPE_COUNT == GGML_TYPE_COUNT);
+static_assert(gk::type_count == GGML_TYPE_COUNT && static_cast<int>(GK_TYPE_COUNT) == static_cast<int>(GGML_TYPE_COUNT));
 
 // Block structs: same size and the same offset for every field the reference names.
 #define GK_SAME_FIELD(f, g, field) static_assert(offsetof(gk::formats::f::block, field) == offsetof(g, field), #f "." #field);

@@ -4,7 +4,10 @@
 // products, accumulated in float in index order.
 #pragma once
 
+#include "gk/core/exact_fp.hpp"
 #include "gk/formats/format.hpp"
+
+GK_EXACT_FP_BEGIN
 
 namespace gk::formats {
 
@@ -40,4 +43,7 @@ struct bf16 {
 
 static_assert(BlockFormat<f32> && BlockFormat<f16> && BlockFormat<bf16>);
 
+
 }  // namespace gk::formats
+
+GK_EXACT_FP_END

@@ -14,8 +14,11 @@
 #include <type_traits>
 
 #include "gk/core/error.hpp"
+#include "gk/core/exact_fp.hpp"
 #include "gk/core/narrow.hpp"
 #include "gk/core/types.hpp"
+
+GK_EXACT_FP_BEGIN
 
 namespace gk {
 
@@ -87,4 +90,7 @@ float dot_row(const typename W::block* w, const typename W::dot_type::block* a, 
   return sum;
 }
 
+
 }  // namespace gk
+
+GK_EXACT_FP_END
