@@ -12,9 +12,15 @@ mode="${1:-}"
 [[ "$mode" == demo || "$mode" == test ]] || { echo "usage: bash tools/dev.sh demo|test" >&2; exit 2; }
 build="${GK_BUILD_DIR:-build}"
 
-packages=(g++ meson ninja-build pkg-config catch2 libxsimd-dev cmake git npm python3)
+# Tools count as present when their command is on PATH (however they were installed);
+# libraries when their Debian package is.
 missing=()
-for p in "${packages[@]}"; do
+declare -A tool_pkg=([g++]=g++ [meson]=meson [ninja]=ninja-build [pkg-config]=pkg-config
+                     [cmake]=cmake [git]=git [npm]=npm [python3]=python3)
+for cmd in "${!tool_pkg[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${tool_pkg[$cmd]}")
+done
+for p in catch2 libxsimd-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

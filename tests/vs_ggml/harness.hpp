@@ -101,10 +101,17 @@ inline bool reference_chunk_encodes(ggml_type t) {
 }
 
 // Encode rows with the reference: its quantize (with imatrix) where it has one, else the
-// CPU trait's from_float (q8_1, q8_K: activation formats).
+// CPU trait's from_float (q8_1, q8_K: activation formats). The formats the reference
+// cannot encode without importance (iq2_xxs, iq2_xs, iq1_s) get uniform importance from
+// it when the caller has none, which is what gk's encoders use in that case.
 inline void ref_encode(ggml_type t, const float* x, void* dst, int rows, int n, const float* imp) {
   init_reference();
   if (reference_chunk_encodes(t)) {
+    std::vector<float> ones;
+    if (!imp && ggml_quantize_requires_imatrix(t)) {
+      ones.assign(n, 1.0f);
+      imp = ones.data();
+    }
     ggml_quantize_chunk(t, x, dst, 0, rows, n, imp);
   } else {
     const std::size_t rs = ggml_row_size(t, n);
