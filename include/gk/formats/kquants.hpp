@@ -15,8 +15,8 @@
 //   3. the super-block scale(s) are refitted by least squares to the chosen integers,
 //      f16-rounded and re-evaluated while the error falls.
 // The re-choice of codes against the final, quantised scales is what buys most of the
-// error back; the steps are the reusable pieces in namespace kq (kquants_low.hpp builds
-// q2_K and q3_K on them).
+// error back; the steps are the reusable pieces in namespace kq (kquants_low.hpp has its
+// own searches for q2_K and q3_K, tuned to their 16-weight sub-blocks).
 // Measured against the reference's encoders (1000 rows of 1024 from each of 13
 // distributions, with and without importance): sqrt(error ratio) 0.40-0.99, about
 // 1.5 ms per 4096-weight row here against the reference's 0.1-0.4 ms.
