@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// dot_kernel<W, T>: the row dot of weight format W with its activation format on target T.
+// The primary template forwards to T::fallback; for simd::scalar it is the definition,
+// gk::dot_row<W> (blocks summed in order, in float). A specialisation must return the
+// definition's bits for integer-path formats: it may vectorise the exact integer part of
+// each block but keeps the definition's float operations and their order.
+#pragma once
+
+#include <cstdint>
+
+#include "gk/formats/format.hpp"
+#include "gk/simd/target.hpp"
+
+namespace gk {
+
+template <BlockFormat W, simd::Target T>
+struct dot_kernel {
+  static constexpr std::string_view served_by = dot_kernel<W, typename T::fallback>::served_by;
+  static float row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
+    return dot_kernel<W, typename T::fallback>::row(w, a, n);
+  }
+};
+
+template <BlockFormat W>
+struct dot_kernel<W, simd::scalar> {
+  static constexpr std::string_view served_by = simd::scalar::name;
+  static float row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
+    return dot_row<W>(w, a, n);
+  }
+};
+
+}  // namespace gk
+
+// Target specialisations; each file compiles to nothing unless its target is enabled.
+#include "gk/simd/avx2/dot.hpp"
