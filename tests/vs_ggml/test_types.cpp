@@ -53,6 +53,18 @@ GK_SAME_SIZE(mxfp4, block_mxfp4) GK_SAME_FIELD(mxfp4, block_mxfp4, e) GK_SAME_FI
 GK_SAME_SIZE(nvfp4, block_nvfp4) GK_SAME_FIELD(nvfp4, block_nvfp4, d) GK_SAME_FIELD(nvfp4, block_nvfp4, qs)
 GK_SAME_SIZE(q1_0, block_q1_0) GK_SAME_FIELD(q1_0, block_q1_0, d) GK_SAME_FIELD(q1_0, block_q1_0, qs)
 GK_SAME_SIZE(q2_0, block_q2_0) GK_SAME_FIELD(q2_0, block_q2_0, d) GK_SAME_FIELD(q2_0, block_q2_0, qs)
+GK_SAME_SIZE(iq1_s, block_iq1_s) GK_SAME_FIELD(iq1_s, block_iq1_s, qs) GK_SAME_FIELD(iq1_s, block_iq1_s, qh)
+GK_SAME_SIZE(iq1_m, block_iq1_m) GK_SAME_FIELD(iq1_m, block_iq1_m, qh) GK_SAME_FIELD(iq1_m, block_iq1_m, scales)
+GK_SAME_SIZE(iq2_xxs, block_iq2_xxs) GK_SAME_FIELD(iq2_xxs, block_iq2_xxs, qs)
+GK_SAME_SIZE(iq2_xs, block_iq2_xs) GK_SAME_FIELD(iq2_xs, block_iq2_xs, qs) GK_SAME_FIELD(iq2_xs, block_iq2_xs, scales)
+GK_SAME_SIZE(iq2_s, block_iq2_s) GK_SAME_FIELD(iq2_s, block_iq2_s, qs) GK_SAME_FIELD(iq2_s, block_iq2_s, qh)
+GK_SAME_FIELD(iq2_s, block_iq2_s, scales)
+GK_SAME_SIZE(iq3_xxs, block_iq3_xxs) GK_SAME_FIELD(iq3_xxs, block_iq3_xxs, qs)
+GK_SAME_SIZE(iq3_s, block_iq3_s) GK_SAME_FIELD(iq3_s, block_iq3_s, qs) GK_SAME_FIELD(iq3_s, block_iq3_s, qh)
+GK_SAME_FIELD(iq3_s, block_iq3_s, signs) GK_SAME_FIELD(iq3_s, block_iq3_s, scales)
+GK_SAME_SIZE(iq4_nl, block_iq4_nl) GK_SAME_FIELD(iq4_nl, block_iq4_nl, qs)
+GK_SAME_SIZE(iq4_xs, block_iq4_xs) GK_SAME_FIELD(iq4_xs, block_iq4_xs, scales_h) GK_SAME_FIELD(iq4_xs, block_iq4_xs, scales_l)
+GK_SAME_FIELD(iq4_xs, block_iq4_xs, qs)
 
 TEST_CASE("every type id: name, block size, type size and row size as the reference has them", "[types]") {
   for (int i = 0; i < GGML_TYPE_COUNT; ++i) {

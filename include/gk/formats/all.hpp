@@ -8,6 +8,10 @@
 
 #include "gk/formats/float.hpp"
 #include "gk/formats/fp4.hpp"
+#include "gk/formats/iq1.hpp"
+#include "gk/formats/iq2.hpp"
+#include "gk/formats/iq3.hpp"
+#include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/kquants_low.hpp"
 #include "gk/formats/legacy.hpp"
@@ -18,7 +22,8 @@ namespace gk::formats {
 using all = std::tuple<f32, f16, bf16,
                        q4_0, q4_1, q5_0, q5_1, q8_0, q8_1,
                        q2_K, q3_K, q4_K, q5_K, q6_K, q8_K,
-                       tq1_0, tq2_0, mxfp4, nvfp4, q1_0, q2_0>;
+                       tq1_0, tq2_0, mxfp4, nvfp4, q1_0, q2_0,
+                       iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq4_nl, iq4_xs>;
 
 namespace detail {
 template <class F, class... Ws>
