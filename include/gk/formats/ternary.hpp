@@ -3,10 +3,11 @@
 // each weight d * t with t in {-1, 0, 1} (tq2_0 can also hold 2). Dots pair them with
 // q8_K activations; the integer sum of t * a is exact, then scaled once in float.
 //
-// The encoders run the exact weighted least-squares scale search of the legacy formats
-// (formats/legacy.hpp, detail::fit_scale) over the whole 256-weight block: as 1/d grows
-// each weight's nearest code changes at known points, every assignment along the way gets
-// its least-squares d, and the best few are rounded to f16 with the codes chosen again.
+// The encoders run the weighted least-squares scale search of the legacy formats
+// (formats/legacy.hpp, detail::fit_scale) over the whole 256-weight block: a grid of 1/d
+// finds the best fit's neighbourhood, where the search is exact (as 1/d grows each
+// weight's nearest code changes at known points, every assignment along the way gets its
+// least-squares d), and the best few are rounded to f16 with the codes chosen again.
 // The reference instead sets d = max |x|, which leaves most small weights at 0.
 #pragma once
 

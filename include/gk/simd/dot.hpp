@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "gk/formats/format.hpp"
+#include "gk/formats/all.hpp"
 #include "gk/simd/target.hpp"
 
 namespace gk {
@@ -33,3 +33,6 @@ struct dot_kernel<W, simd::scalar> {
 
 // Target specialisations; each file compiles to nothing unless its target is enabled.
 #include "gk/simd/avx2/dot.hpp"
+#include "gk/simd/avx2/dot_iq.hpp"
+#include "gk/simd/avx2/dot_kquants.hpp"
+#include "gk/simd/avx2/dot_legacy.hpp"
