@@ -56,6 +56,11 @@ void check_all(std::tuple<Ws...>*) {
         using K = gk::dot_kernel<Ws, gk::simd::native>;
         INFO(gk::name(Ws::id) << " served by " << K::served_by);
         CHECK(mismatches<Ws>(&K::row) == 0);
+        // short rows and tails (1, 2, 3, 5 blocks, and 21 = 16 + 5), and for the float rows every
+        // length up to 40 plus a long odd one (lanes that are not a multiple of the vector)
+        for (int len : {1, 2, 3, 5, 21}) CHECK(mismatches<Ws>(&K::row, 6, len * Ws::block_size) == 0);
+        if constexpr (Ws::block_size == 1)
+          for (int len = 1; len <= 40; ++len) CHECK(mismatches<Ws>(&K::row, 2, len + (len == 40 ? 2007 : 0)) == 0);
       }(),
       ...);
 }

@@ -53,6 +53,14 @@ concept RowEncoded = requires(const float* in, typename W::block* out, std::int6
   { W::encode_row(in, out, n, imp) } -> std::same_as<void>;
 };
 
+// Formats whose dot is defined over the whole row rather than as blocks summed in order
+// provide dot_row (the block-of-one float formats do: a single running sum in index order
+// is a chain no SIMD kernel can reproduce bit for bit; float.hpp defines theirs).
+template <class W>
+concept RowDotted = requires(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
+  { W::dot_row(w, a, n) } -> std::same_as<float>;
+};
+
 // Throws gk::error unless a row of n weights of format t is whole blocks.
 inline void check_row(type t, std::int64_t n) {
   if (!is_valid(t)) throw error("gk: unknown type id " + std::to_string(static_cast<int>(t)));
@@ -78,16 +86,21 @@ void encode_row(const float* src, typename W::block* dst, std::int64_t n, const 
   }
 }
 
-// The scalar reference dot of a row: blocks summed in order, in float.
+// The scalar reference dot of a row: the format's own row definition where it has one,
+// otherwise blocks summed in order, in float.
 template <BlockFormat W>
 float dot_row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
-  static_assert(W::dot_type::block_size <= W::block_size && W::block_size % W::dot_type::block_size == 0,
-                "a weight block must span whole activation blocks");
-  constexpr int per = W::block_size / W::dot_type::block_size;
-  const std::int64_t nb = n / W::block_size;
-  float sum = 0.0f;
-  for (std::int64_t i = 0; i < nb; ++i) sum += W::dot(w[i], a + i * per);
-  return sum;
+  if constexpr (RowDotted<W>) {
+    return W::dot_row(w, a, n);
+  } else {
+    static_assert(W::dot_type::block_size <= W::block_size && W::block_size % W::dot_type::block_size == 0,
+                  "a weight block must span whole activation blocks");
+    constexpr int per = W::block_size / W::dot_type::block_size;
+    const std::int64_t nb = n / W::block_size;
+    float sum = 0.0f;
+    for (std::int64_t i = 0; i < nb; ++i) sum += W::dot(w[i], a + i * per);
+    return sum;
+  }
 }
 
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // dot_kernel<W, T>: the row dot of weight format W with its activation format on target T.
 // The primary template forwards to T::fallback; for simd::scalar it is the definition,
-// gk::dot_row<W> (blocks summed in order, in float). A specialisation must return the
-// definition's bits for integer-path formats: it may vectorise the exact integer part of
-// each block but keeps the definition's float operations and their order.
+// gk::dot_row<W>: the format's row definition where it has one (RowDotted: the float
+// formats' fixed lanes, formats::float_row::dot), otherwise blocks summed in order, in
+// float. A specialisation must return the definition's bits: it may vectorise the exact
+// integer part of each block, or put the float formats' lanes in registers, but keeps the
+// definition's float operations and their order.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,9 @@ struct dot_kernel<W, simd::scalar> {
 
 // Target specialisations; each file compiles to nothing unless its target is enabled.
 #include "gk/simd/avx2/dot.hpp"
+#include "gk/simd/avx2/dot_float.hpp"
 #include "gk/simd/avx2/dot_iq.hpp"
 #include "gk/simd/avx2/dot_kquants.hpp"
 #include "gk/simd/avx2/dot_legacy.hpp"
+#include "gk/simd/avx512/dot_float.hpp"
+#include "gk/simd/avx512/dot.hpp"
