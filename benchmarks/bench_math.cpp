@@ -13,23 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "best_of.hpp"
 #include "gk/simd/math.hpp"
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-template <class F>
-double best_seconds(F&& f, double budget = 0.3) {
-  double best = 1e30;
-  const auto start = clock_type::now();
-  do {
-    const auto t0 = clock_type::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
-  } while (std::chrono::duration<double>(clock_type::now() - start).count() < budget);
-  return best;
-}
+using gk_bench::best_seconds;
 
 volatile float sink;
 
