@@ -11,6 +11,10 @@
 
 #include <string_view>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace gk::simd {
 
 struct scalar {
@@ -27,7 +31,10 @@ struct avx2 : scalar {
   using fallback = scalar;
   static bool available() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C is CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c")
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
     return false;
 #endif

@@ -163,7 +163,7 @@ struct dot_kernel<formats::q2_K, simd::avx2> {
       __m256i acc = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {
         const __m256i q = load(b.qs + 32 * h);
-        const __m256i s_h = _mm256_permute2x128_si256(s16, s16, h ? 0x11 : 0x00);
+        const __m256i s_h = h ? _mm256_permute2x128_si256(s16, s16, 0x11) : _mm256_permute2x128_si256(s16, s16, 0x00);
         for (int k = 0; k < 4; ++k) {  // weights 128h + 32k ..: sub-blocks 8h + 2k and 8h + 2k + 1
           const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), three);
           // codes <= 3 times bytes >= -128: pairs within +-768, no saturation
@@ -194,7 +194,7 @@ struct dot_kernel<formats::q3_K, simd::avx2> {
       __m256i acc = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {
         const __m256i q = load(b.qs + 32 * h);
-        const __m256i s_h = _mm256_permute2x128_si256(s16, s16, h ? 0x11 : 0x00);
+        const __m256i s_h = h ? _mm256_permute2x128_si256(s16, s16, 0x11) : _mm256_permute2x128_si256(s16, s16, 0x00);
         for (int k = 0; k < 4; ++k) {  // weights 128h + 32k ..: sub-blocks 8h + 2k and 8h + 2k + 1
           const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), three);
           const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + k)));
