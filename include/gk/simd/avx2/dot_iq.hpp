@@ -77,6 +77,25 @@ inline __m256i pick_scales(__m256i sc, int k) {
 }
 
 
+// The integer sum of one iq2_xs / iq2_s super-block: 32 groups of 8 grid points (indices
+// gi, 16 per 128 weights), their sign bits (4 bytes per 32 weights) and 4-bit scales sc.
+// Grid bytes 8..43: see signed_dot_pairs; pairs times 2s+1 <= 31 stay exact in 32 bits.
+template <std::size_t N>
+inline int iq2_grid_block_sum(const std::uint64_t (&grid)[N], const std::uint16_t* gi, const std::uint8_t* signs,
+                              const std::int8_t* yq, __m256i sc) {
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < 8; ++k) {  // weights 32k..32k+31: sub-blocks 2k, 2k+1
+    const std::uint16_t* q = gi + 4 * k;
+    const __m256i g = _mm256_set_epi64x(static_cast<long long>(grid[q[3]]), static_cast<long long>(grid[q[2]]),
+                                        static_cast<long long>(grid[q[1]]), static_cast<long long>(grid[q[0]]));
+    std::uint32_t bits;
+    std::memcpy(&bits, signs + 4 * k, 4);
+    const __m256i p = signed_dot_pairs(g, sign_bits_to_mask(bits), load(yq + 32 * k));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, pick_scales(sc, k)));
+  }
+  return hsum_i32(acc);
+}
+
 }  // namespace gk::simd::avx2_ops
 
 namespace gk {
@@ -169,18 +188,7 @@ struct dot_kernel<formats::iq2_xs, simd::avx2> {
         _mm_store_si128(reinterpret_cast<__m128i*>(sb + 16 * h), _mm256_castsi256_si128(packed));
       }
       const __m256i sc = nibble_scales(b.scales);
-      __m256i acc = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {  // weights 32k..32k+31: sub-blocks 2k, 2k+1
-        const std::uint16_t* q = gi + 4 * k;
-        const __m256i g = _mm256_set_epi64x(static_cast<long long>(grid[q[3]]), static_cast<long long>(grid[q[2]]),
-                                            static_cast<long long>(grid[q[1]]), static_cast<long long>(grid[q[0]]));
-        std::uint32_t bits;
-        std::memcpy(&bits, sb + 4 * k, 4);
-        // grid bytes 8..43: see signed_dot_pairs; pairs times 2s+1 <= 31 exact in 32 bits
-        const __m256i p = signed_dot_pairs(g, sign_bits_to_mask(bits), load(y.qs + 32 * k));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, pick_scales(sc, k)));
-      }
-      const int bsum = hsum_i32(acc);
+      const int bsum = iq2_grid_block_sum(grid, gi, sb, y.qs, sc);
       sum += (to_f32(b.d) * y.d) * static_cast<float>(bsum) * 0.125f;
     }
     return sum;
@@ -216,18 +224,7 @@ struct dot_kernel<formats::iq2_s, simd::avx2> {
         _mm256_store_si256(reinterpret_cast<__m256i*>(gi + 16 * h), _mm256_or_si256(lo, hi));
       }
       const __m256i sc = nibble_scales(b.scales);
-      __m256i acc = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {  // groups 4k..4k+3, sub-blocks 2k, 2k+1
-        const std::uint16_t* q = gi + 4 * k;
-        const __m256i g = _mm256_set_epi64x(static_cast<long long>(grid[q[3]]), static_cast<long long>(grid[q[2]]),
-                                            static_cast<long long>(grid[q[1]]), static_cast<long long>(grid[q[0]]));
-        std::uint32_t bits;
-        std::memcpy(&bits, b.qs + 32 + 4 * k, 4);
-        // grid bytes 8..43: see signed_dot_pairs; pairs times 2s+1 <= 31 exact in 32 bits
-        const __m256i p = signed_dot_pairs(g, sign_bits_to_mask(bits), load(y.qs + 32 * k));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, pick_scales(sc, k)));
-      }
-      const int bsum = hsum_i32(acc);
+      const int bsum = iq2_grid_block_sum(grid, gi, b.qs + 32, y.qs, sc);
       sum += (to_f32(b.d) * y.d) * static_cast<float>(bsum) * 0.125f;
     }
     return sum;
