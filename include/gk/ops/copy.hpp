@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+// Op builders: copy family (to be written).
+#pragma once
+
+#include "gk/ops/common.hpp"
+
+namespace gk {}  // namespace gk

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: MIT
+// (placeholder: this suite is being written)
+#include <catch2/catch.hpp>
