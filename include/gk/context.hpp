@@ -104,7 +104,8 @@ class context {
                   std::to_string(header + payload) + " bytes (" + std::to_string(header) + " header + " +
                   std::to_string(payload) + " data), " + std::to_string(size_ - std::min(used_, size_)) +
                   " of " + std::to_string(size_) + " left");
-    tensors_.reserve(tensors_.size() + 1);  // the only other thing that can throw; do it first
+    // the only other thing that can throw; do it before anything changes
+    if (tensors_.size() == tensors_.capacity()) tensors_.reserve(tensors_.size() * 2 + 64);
     auto* r = new (buf_ + used_) tensor{};
     used_ += header + payload;
     r->type = t;

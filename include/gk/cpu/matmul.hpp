@@ -1,15 +1,223 @@
 // SPDX-License-Identifier: MIT
-// CPU kernels: matmul family (placeholder until its kernels land; supports() says no).
+// CPU matrix products: mul_mat, mul_mat_id, out_prod.
+//
+// mul_mat tiles the output on both axes: a tile is `tile_rows` weight rows by `tile_cols`
+// activation columns of one (i2, i3) slab. Before a tile, the thread encodes its columns
+// into the weight's activation format (W::dot_type: q8_0, q8_1, q8_K, or the float type)
+// once, as a panel, and keeps it while the next tile has the same (column block, i2, i3),
+// which is the order tiles are handed out in. Each output element is one
+// dot_kernel<W, T>::row of a weight row and a panel column, so the result does not depend
+// on the tiling or on which thread took a tile: bit-identical at every thread count.
+// Tiles are handed out through the node's shared counter (threads that finish early take
+// more), which is safe for the same reason.
+//
+// The weight is read in place (whole packed blocks per row, any row stride); activations
+// may be any float type with any strides; dst is packed f32 rows.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
 #include "gk/cpu/rows.hpp"
+#include "gk/formats/all.hpp"
+#include "gk/simd/dot.hpp"
 #include "gk/tensor.hpp"
 
 namespace gk::cpu::matmul {
 
-inline bool supports(const tensor*) noexcept { return false; }
-inline void compute(const exec&, tensor* node) {
-  throw error("gk: cpu: op " + std::string(name(node->op)) + " has no kernel yet");
+// 16 weight rows x 8 columns: the 8-column panel of a 4096-wide row is 8 x 4.25 KiB of
+// q8_0 (34 KiB, L1/L2-resident) and each weight row, once loaded, is dotted with all 8.
+inline constexpr std::int64_t tile_rows = 16;
+inline constexpr std::int64_t tile_cols = 8;
+
+// Planted faults for the tiling test's controls (tests/cpu/test_matmul_tiling.cpp); gk
+// itself only instantiates fault::none.
+enum class fault { none, tile_offset, dropped_tail, panel_key_cb_only };
+
+// Activation rows of b encoded as A blocks, or pointers straight into b when b already is
+// packed rows of A.
+template <class A>
+struct panel {
+  const typename A::block* col[tile_cols];
+};
+
+template <class A>
+inline bool b_is_native(const tensor* b) noexcept {
+  return b->type == A::id && b->rows_contiguous();
+}
+
+// Fill p with columns [c0, c0 + nc) of b at slab (i2, i3).
+template <class A>
+inline void encode_panel(panel<A>& p, const tensor* b, std::int64_t c0, std::int64_t nc, std::int64_t i2,
+                         std::int64_t i3, typename A::block* store, float* fbuf) {
+  const std::int64_t k = b->ne[0];
+  const std::size_t stride = gk::row_size(A::id, k) / sizeof(typename A::block);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    if (b_is_native<A>(b)) {
+      p.col[c] = reinterpret_cast<const typename A::block*>(b->at(c0 + c, i2, i3));
+      continue;
+    }
+    const float* x = row_read(b, c0 + c, i2, i3, fbuf);
+    typename A::block* dst = store + static_cast<std::size_t>(c) * stride;
+    encode_row<A>(x, dst, k, nullptr);
+    p.col[c] = dst;
+  }
+}
+
+template <BlockFormat W, simd::Target T, fault F = fault::none>
+void mul_mat(const exec& ex, tensor* dst) {
+  using A = typename W::dot_type;
+  const tensor* a = dst->src[0];
+  const tensor* b = dst->src[1];
+  const std::int64_t k = a->ne[0], m = a->ne[1], n = b->ne[1];
+  const std::int64_t ne2 = b->ne[2], ne3 = b->ne[3];
+  const std::int64_t r2 = ne2 / a->ne[2], r3 = ne3 / a->ne[3];
+  const std::int64_t n_rb = (m + tile_rows - 1) / tile_rows;
+  const std::int64_t n_cb = (n + tile_cols - 1) / tile_cols;
+  const std::int64_t n_tasks = n_rb * n_cb * ne2 * ne3;
+
+  auto* store = ex.scr->get<typename A::block>(0, static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k) /
+                                                      sizeof(typename A::block));
+  float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
+  panel<A> p{};
+  std::int64_t key_cb = -1, key_i2 = -1, key_i3 = -1;
+
+  for (;;) {
+    const std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed);
+    if (t >= n_tasks) break;
+    const std::int64_t rb = t % n_rb;
+    const std::int64_t cb = (t / n_rb) % n_cb;
+    const std::int64_t i2 = (t / (n_rb * n_cb)) % ne2;
+    const std::int64_t i3 = t / (n_rb * n_cb * ne2);
+    const std::int64_t c0 = cb * tile_cols;
+    std::int64_t nc = std::min(tile_cols, n - c0);
+    const std::int64_t row0 = rb * tile_rows + (F == fault::tile_offset && rb > 0 ? 1 : 0);
+    std::int64_t nr = std::min(tile_rows, m - row0);
+    if constexpr (F == fault::dropped_tail) {
+      if (nr < tile_rows) --nr;
+      if (nc < tile_cols) --nc;
+    }
+    const bool hit = F == fault::panel_key_cb_only ? key_cb == cb
+                                                   : (key_cb == cb && key_i2 == i2 && key_i3 == i3);
+    if (!hit) {
+      encode_panel<A>(p, b, c0, std::min(tile_cols, n - c0), i2, i3, store, fbuf);
+      key_cb = cb;
+      key_i2 = i2;
+      key_i3 = i3;
+    }
+    for (std::int64_t r = row0; r < row0 + nr; ++r) {
+      const auto* w = reinterpret_cast<const typename W::block*>(a->at(r, i2 / r2, i3 / r3));
+      for (std::int64_t c = 0; c < nc; ++c) {
+        auto* y = reinterpret_cast<float*>(dst->at(c0 + c, i2, i3));
+        y[r] = dot_kernel<W, T>::row(w, p.col[c], k);
+      }
+    }
+  }
+}
+
+// mul_mat_id: one task per (token, slot) pair and block of weight rows; the "panel" is the
+// single activation column, encoded once per pair.
+template <BlockFormat W, simd::Target T>
+void mul_mat_id(const exec& ex, tensor* dst) {
+  using A = typename W::dot_type;
+  const tensor* as = dst->src[0];
+  const tensor* b = dst->src[1];
+  const tensor* ids = dst->src[2];
+  const std::int64_t k = as->ne[0], m = as->ne[1], n_as = as->ne[2];
+  const std::int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+  const std::int64_t n_rb = (m + tile_rows - 1) / tile_rows;
+  const std::int64_t n_tasks = n_rb * n_used * n_tok;
+
+  auto* store = ex.scr->get<typename A::block>(0, gk::row_size(A::id, k) / sizeof(typename A::block) + 1);
+  float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
+  panel<A> p{};
+  std::int64_t key = -1;
+  for (;;) {
+    const std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed);
+    if (t >= n_tasks) break;
+    const std::int64_t rb = t % n_rb;
+    const std::int64_t pair = t / n_rb;
+    const std::int64_t e = pair % n_used, tok = pair / n_used;
+    std::int32_t expert;
+    std::memcpy(&expert, ids->at(tok) + static_cast<std::size_t>(e) * ids->nb[0], sizeof expert);
+    if (expert < 0 || expert >= n_as)
+      throw error("gk: cpu: mul_mat_id: ids[" + std::to_string(e) + ", " + std::to_string(tok) + "] = " +
+                  std::to_string(expert) + " is not an expert index (0.." + std::to_string(n_as - 1) + ")");
+    if (key != pair) {
+      encode_panel<A>(p, b, e % b->ne[1], 1, tok, 0, store, fbuf);
+      key = pair;
+    }
+    const std::int64_t row0 = rb * tile_rows, nr = std::min(tile_rows, m - row0);
+    auto* y = reinterpret_cast<float*>(dst->at(e, tok, 0));
+    for (std::int64_t r = row0; r < row0 + nr; ++r) {
+      const auto* w = reinterpret_cast<const typename W::block*>(as->at(r, expert, 0));
+      y[r] = dot_kernel<W, T>::row(w, p.col[0], k);
+    }
+  }
+}
+
+// out_prod: dst row (i1, i2, i3) = sum over j of b[i1, j, i2, i3] * a[:, j], j ascending;
+// one row per thread share. a may be any decodable type (rows decoded), b any float type.
+inline void out_prod(const exec& ex, tensor* dst) {
+  const tensor* a = dst->src[0];
+  const tensor* b = dst->src[1];
+  const std::int64_t n0 = dst->ne[0], nj = a->ne[1];
+  const std::int64_t r2 = dst->ne[2] / a->ne[2], r3 = dst->ne[3] / a->ne[3];
+  float* abuf = ex.scr->get<float>(0, static_cast<std::size_t>(n0));
+  const std::int64_t nrows = dst->nrows();
+  for_rows(dst->ne, ex.begin(nrows), ex.end(nrows), [&](std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+    auto* y = reinterpret_cast<float*>(dst->at(i1, i2, i3));
+    std::fill(y, y + n0, 0.0f);
+    for (std::int64_t j = 0; j < nj; ++j) {
+      const float bj = load_f32(b->type, b->at(j, i2, i3) + static_cast<std::size_t>(i1) * b->nb[0]);
+      const float* x = row_read(a, j, i2 / r2, i3 / r3, abuf);
+      for (std::int64_t i = 0; i < n0; ++i) y[i] += x[i] * bj;
+    }
+  });
+}
+
+inline bool dst_ok(const tensor* d) noexcept { return d->type == type::f32 && d->nb[0] == sizeof(float); }
+
+inline bool weight_ok(const tensor* a) noexcept {
+  return a->type != type::q8_K && gk::formats::visit(a->type, [](auto) {}) && a->rows_contiguous();
+}
+
+inline bool float_type(gk::type t) noexcept {
+  return t == type::f32 || t == type::f16 || t == type::bf16;
+}
+
+inline bool supports(const tensor* node) {
+  const tensor* a = node->src[0];
+  const tensor* b = node->src[1];
+  if (!a || !b || !dst_ok(node)) return false;
+  switch (node->op) {
+    case op::mul_mat:
+      return weight_ok(a) && (float_type(b->type) || b->type == a->type);
+    case op::mul_mat_id:
+      return weight_ok(a) && float_type(b->type) && node->src[2] && node->src[2]->type == type::i32;
+    case op::out_prod:
+      return (float_type(a->type) || gk::formats::visit(a->type, [](auto) {})) && a->type != type::q8_K &&
+             float_type(b->type);
+    default:
+      return false;
+  }
+}
+
+inline void compute(const exec& ex, tensor* node) {
+  if (node->op == op::out_prod) return out_prod(ex, node);
+  const bool ok = formats::visit(node->src[0]->type, [&]<class W>(std::type_identity<W>) {
+    if constexpr (W::id == type::q8_K) {
+      throw error("gk: cpu: q8_K is an activation format, not a weight format");
+    } else if (node->op == op::mul_mat) {
+      mul_mat<W, simd::native>(ex, node);
+    } else {
+      mul_mat_id<W, simd::native>(ex, node);
+    }
+  });
+  if (!ok) throw error("gk: cpu: no matmul for weight type " + std::string(gk::name(node->src[0]->type)));
 }
 
 }  // namespace gk::cpu::matmul

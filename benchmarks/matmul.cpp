@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+// mul_mat, gk against the reference, every weight format: a 4096x4096 weight times f32
+// activations, decode (N = 1) and prompt (N = 64), on 1 and 2 threads. The reference runs
+// both its plain CPU path and its repacked weight layouts (the CPU backend's extra buffer
+// types, which llama.cpp uses by default) where one accepts the format; its figure is the
+// better of the two. A second table decodes from weights that do not fit in the last-level
+// cache (>= 1 GiB of 4096x4096 matrices, one mul_mat per matrix), as GB/s of weight read
+// against this machine's read bandwidth measured in the same run.
+//
+// Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, three
+// rounds alternating gk and the reference, best over rounds. Weights are 64 encoded rows
+// tiled to 4096 (speed does not depend on the values; encoding 4096 rows of the slow
+// formats would take minutes). GK_BENCH_FORMATS=q4_0,q4_K restricts the formats.
+// Reports, never fails.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "best_of.hpp"
+#include "cpu_name.hpp"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml.h"
+#include "gk/gk.hpp"
+
+using namespace gk;
+
+namespace {
+
+double budget = 0.3;
+constexpr std::int64_t K = 4096, M = 4096;
+
+// 64 rows encoded by gk, tiled to `rows` rows: the weight bytes for both libraries.
+std::vector<unsigned char> weight_bytes(type t, std::int64_t rows) {
+  const std::size_t rb = gk::row_size(t, K);
+  std::vector<unsigned char> out(rb * static_cast<std::size_t>(rows));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  std::vector<float> x(static_cast<std::size_t>(K));
+  const std::int64_t distinct = std::min<std::int64_t>(64, rows);
+  for (std::int64_t r = 0; r < distinct; ++r) {
+    for (auto& v : x) v = g(rng);
+    formats::visit(t, [&]<class W>(std::type_identity<W>) {
+      encode_row<W>(x.data(), reinterpret_cast<typename W::block*>(out.data() + rb * static_cast<std::size_t>(r)), K,
+                    nullptr);
+    });
+  }
+  for (std::int64_t r = distinct; r < rows; ++r)
+    std::memcpy(out.data() + rb * static_cast<std::size_t>(r), out.data() + rb * static_cast<std::size_t>(r % distinct),
+                rb);
+  return out;
+}
+
+std::vector<float> activations(std::int64_t n) {
+  std::vector<float> v(static_cast<std::size_t>(K * n));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> g;
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+// The reference's CPU backend and its extra (repacking) buffer types.
+struct ref_backend {
+  ggml_backend_t be = ggml_backend_cpu_init();
+  ggml_backend_dev_t dev = ggml_backend_get_device(be);
+  std::vector<ggml_backend_buffer_type_t> extra;
+  ref_backend() {
+    auto reg = ggml_backend_dev_backend_reg(dev);
+    auto fn = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+        ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
+    if (fn)
+      for (auto* b = fn(dev); b && *b; ++b) extra.push_back(*b);
+  }
+  ~ref_backend() { ggml_backend_free(be); }
+};
+
+// n_mats weights (copies of the same bytes) and one activation; y_i = w_i^T x for each.
+struct gk_side {
+  context ctx;
+  graph g;
+  gk_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x, std::int64_t n, int n_mats)
+      : ctx({static_cast<std::size_t>(n_mats) * (wb.size() + 4096) + (x.size() * 4 + M * n * 4 + 8192) * 2 +
+             (n_mats + 2) * context::tensor_overhead() * 2}) {
+    tensor* xt = ctx.new_tensor_2d(type::f32, K, n);
+    std::memcpy(xt->data, x.data(), x.size() * 4);
+    for (int i = 0; i < n_mats; ++i) {
+      tensor* w = ctx.new_tensor_2d(t, K, M);
+      std::memcpy(w->data, wb.data(), wb.size());
+      g.build_forward_expand(mul_mat(ctx, w, xt));
+    }
+  }
+};
+
+struct ref_side {
+  ggml_context* ctx = nullptr;     // activations, results (and the weights on the plain path)
+  ggml_context* wctx = nullptr;    // weights on the repacked path
+  ggml_backend_buffer_t buf = nullptr;
+  ggml_cgraph* gf = nullptr;
+  bool ok = true;
+  ref_side(ref_backend* rb, ggml_backend_buffer_type_t buft, type t, const std::vector<unsigned char>& wb,
+           const std::vector<float>& x, std::int64_t n, int n_mats) {
+    const std::size_t meta = static_cast<std::size_t>(n_mats + 8) * ggml_tensor_overhead() * 2 + ggml_graph_overhead();
+    const std::size_t data = buft ? 0 : static_cast<std::size_t>(n_mats) * (wb.size() + 64);
+    ctx = ggml_init({meta + data + (x.size() * 4 + M * n * 4 * n_mats) + 1 << 20, nullptr, false});
+    std::vector<ggml_tensor*> ws;
+    if (buft) {
+      wctx = ggml_init({meta, nullptr, true});
+      for (int i = 0; i < n_mats; ++i) ws.push_back(ggml_new_tensor_2d(wctx, static_cast<ggml_type>(t), K, M));
+      buf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, buft);
+      if (!buf) {
+        ok = false;
+        return;
+      }
+      for (auto* w : ws) ggml_backend_tensor_set(w, wb.data(), 0, wb.size());
+    } else {
+      for (int i = 0; i < n_mats; ++i) {
+        ws.push_back(ggml_new_tensor_2d(ctx, static_cast<ggml_type>(t), K, M));
+        std::memcpy(ws.back()->data, wb.data(), wb.size());
+      }
+    }
+    ggml_tensor* xt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, n);
+    std::memcpy(xt->data, x.data(), x.size() * 4);
+    gf = ggml_new_graph_custom(ctx, n_mats + 8, false);
+    for (auto* w : ws) {
+      ggml_tensor* y = ggml_mul_mat(ctx, w, xt);
+      if (buft && !ggml_backend_dev_supports_op(rb->dev, y)) ok = false;
+      ggml_build_forward_expand(gf, y);
+    }
+  }
+  ~ref_side() {
+    if (buf) ggml_backend_buffer_free(buf);
+    if (wctx) ggml_free(wctx);
+    ggml_free(ctx);
+  }
+  void compute(ref_backend* rb, bool backend, int nth) {
+    if (backend) {
+      ggml_backend_cpu_set_n_threads(rb->be, nth);
+      ggml_backend_graph_compute(rb->be, gf);
+    } else {
+      ggml_graph_compute_with_ctx(ctx, gf, nth);
+    }
+  }
+};
+
+struct result {
+  double gk = 0, plain = 0, repack = 0;  // seconds (0: not run)
+  std::string repack_name;
+};
+
+result measure(ref_backend& rb, type t, std::int64_t n, int nth, int n_mats) {
+  const auto wb = weight_bytes(t, M);
+  const auto x = activations(n);
+  result r;
+  gk_side g(t, wb, x, n, n_mats);
+  cpu::runner run(nth);
+  ref_side plain(&rb, nullptr, t, wb, x, n, n_mats);
+  std::vector<std::unique_ptr<ref_side>> repacked;
+  std::vector<std::string> names;
+  for (auto* b : rb.extra) {
+    auto s = std::make_unique<ref_side>(&rb, b, t, wb, x, n, n_mats);
+    if (s->ok) {
+      repacked.push_back(std::move(s));
+      names.push_back(ggml_backend_buft_name(b));
+    }
+  }
+  double bg = 1e30, bp = 1e30;
+  std::vector<double> brp(repacked.size(), 1e30);
+  for (int round = 0; round < 3; ++round) {
+    bg = std::min(bg, gk_bench::best_seconds([&] { run.compute(g.g); }, budget));
+    bp = std::min(bp, gk_bench::best_seconds([&] { plain.compute(&rb, false, nth); }, budget));
+    for (std::size_t i = 0; i < repacked.size(); ++i)
+      brp[i] = std::min(brp[i], gk_bench::best_seconds([&] { repacked[i]->compute(&rb, true, nth); }, budget));
+  }
+  r.gk = bg;
+  r.plain = bp;
+  for (std::size_t i = 0; i < repacked.size(); ++i)
+    if (r.repack == 0 || brp[i] < r.repack) {
+      r.repack = brp[i];
+      r.repack_name = names[i];
+    }
+  return r;
+}
+
+// Read bandwidth: nth threads summing disjoint halves of a 1 GiB buffer, best of 3.
+double read_bandwidth(int nth) {
+  const std::size_t n = (std::size_t{1} << 30) / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  double best = 1e30;
+  volatile float sink = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> th;
+    std::vector<float> part(static_cast<std::size_t>(nth));
+    for (int t = 0; t < nth; ++t)
+      th.emplace_back([&, t] {
+        float acc[16] = {};
+        const std::size_t b = n * static_cast<std::size_t>(t) / static_cast<std::size_t>(nth);
+        const std::size_t e = n * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(nth);
+        for (std::size_t i = b; i + 16 <= e; i += 16)
+          for (int j = 0; j < 16; ++j) acc[j] += buf[i + static_cast<std::size_t>(j)];
+        float s = 0;
+        for (float v : acc) s += v;
+        part[static_cast<std::size_t>(t)] = s;
+      });
+    for (auto& t : th) t.join();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    sink = sink + part[0];
+  }
+  return static_cast<double>(n * sizeof(float)) / best / 1e9;
+}
+
+std::vector<type> formats_to_run() {
+  std::vector<type> v;
+  const char* only = std::getenv("GK_BENCH_FORMATS");
+  for (int i = 0; i < type_count; ++i) {
+    const auto t = static_cast<type>(i);
+    if (!is_valid(t) || t == type::q8_1 || t == type::q8_K || !formats::visit(t, [](auto) {})) continue;
+    if (only && std::string(",") + only + "," == std::string(",") + only + ",") {
+      const std::string list = std::string(",") + only + ",";
+      if (list.find("," + std::string(gk::name(t)) + ",") == std::string::npos) continue;
+    }
+    v.push_back(t);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main() {
+  if (const char* e = std::getenv("GK_BENCH_BUDGET")) budget = std::atof(e);
+  ggml_cpu_init();
+  ref_backend rb;
+  std::printf("# benchmarks/matmul: %s; gk target %s; best of %.2f s x 3 rounds per side\n",
+              gk_bench::cpu_name().c_str(), std::string(simd::native::name).c_str(), budget);
+  std::printf("# reference extra buffer types:");
+  for (auto* b : rb.extra) std::printf(" %s", ggml_backend_buft_name(b));
+  std::printf("\n\n## 4096x4096 weight, GFLOP/s (ref = better of plain and repacked)\n");
+  std::printf("%-8s %4s %3s %9s %9s %9s %7s  %s\n", "format", "N", "thr", "gk", "ref", "repack", "gk/ref",
+              "repacked by");
+  const auto fmts = formats_to_run();
+  for (type t : fmts)
+    for (std::int64_t n : {1, 64})
+      for (int nth : {1, 2}) {
+        const result r = measure(rb, t, n, nth, 1);
+        const double flop = 2.0 * K * M * static_cast<double>(n) / 1e9;
+        const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
+        std::printf("%-8s %4lld %3d %9.2f %9.2f %9s %7.2f  %s\n", std::string(gk::name(t)).c_str(),
+                    static_cast<long long>(n), nth, flop / r.gk, flop / r.plain,
+                    r.repack > 0 ? std::to_string(flop / r.repack).substr(0, 8).c_str() : "-", ref_best / r.gk,
+                    r.repack > 0 ? r.repack_name.c_str() : "");
+        std::fflush(stdout);
+      }
+
+  std::printf("\n## decode from >= 1 GiB of weights (N = 1), GB/s of weight read\n");
+  for (int nth : {1, 2}) std::printf("# read bandwidth, %d thread(s): %.2f GB/s\n", nth, read_bandwidth(nth));
+  std::printf("%-8s %3s %5s %9s %9s %7s %9s %9s\n", "format", "thr", "mats", "gk GB/s", "ref GB/s", "gk/ref",
+              "gk %bw", "ref %bw");
+  const double bw[3] = {0, read_bandwidth(1), read_bandwidth(2)};
+  for (type t : fmts) {
+    const double mat_bytes = static_cast<double>(gk::row_size(t, K)) * M;
+    const int n_mats = static_cast<int>(std::ceil((1u << 30) / mat_bytes));
+    for (int nth : {1, 2}) {
+      const result r = measure(rb, t, 1, nth, n_mats);
+      const double bytes = mat_bytes * n_mats / 1e9;
+      const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
+      std::printf("%-8s %3d %5d %9.2f %9.2f %7.2f %8.0f%% %8.0f%%\n", std::string(gk::name(t)).c_str(), nth, n_mats,
+                  bytes / r.gk, bytes / ref_best, ref_best / r.gk, 100 * bytes / r.gk / bw[nth],
+                  100 * bytes / ref_best / bw[nth]);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
