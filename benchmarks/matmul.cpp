@@ -86,8 +86,8 @@ struct gk_side {
   context ctx;
   graph g;
   gk_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x, std::int64_t n, int n_mats)
-      : ctx({static_cast<std::size_t>(n_mats) * (wb.size() + 4096) + (x.size() * 4 + M * n * 4 + 8192) * 2 +
-             (n_mats + 2) * context::tensor_overhead() * 2}) {
+      : ctx({static_cast<std::size_t>(n_mats) * (wb.size() + static_cast<std::size_t>(M * n) * 4 + 8192) +
+             x.size() * 4 + (std::size_t{1} << 20)}) {
     tensor* xt = ctx.new_tensor_2d(type::f32, K, n);
     std::memcpy(xt->data, x.data(), x.size() * 4);
     for (int i = 0; i < n_mats; ++i) {
@@ -108,7 +108,7 @@ struct ref_side {
            const std::vector<float>& x, std::int64_t n, int n_mats) {
     const std::size_t meta = static_cast<std::size_t>(n_mats + 8) * ggml_tensor_overhead() * 2 + ggml_graph_overhead();
     const std::size_t data = buft ? 0 : static_cast<std::size_t>(n_mats) * (wb.size() + 64);
-    ctx = ggml_init({meta + data + (x.size() * 4 + M * n * 4 * n_mats) + 1 << 20, nullptr, false});
+    ctx = ggml_init({meta + data + (x.size() * 4 + M * n * 4 * n_mats) + (std::size_t{16} << 20), nullptr, false});
     std::vector<ggml_tensor*> ws;
     if (buft) {
       wctx = ggml_init({meta, nullptr, true});

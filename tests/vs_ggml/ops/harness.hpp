@@ -141,18 +141,35 @@ class op_pair {
 
   // A new input in both libraries with identical contents: values uniform in [lo, hi]
   // (integers for integer types), encoded once by gk for block formats.
-  tpair input(gk::type t, std::array<std::int64_t, 4> ne, float lo = -1.0f, float hi = 1.0f) {
+  // distinct_rows > 0: only that many rows are drawn and encoded, then repeated (for
+  // benchmarks, where encoding every row of a large weight would dominate the run).
+  tpair input(gk::type t, std::array<std::int64_t, 4> ne, float lo = -1.0f, float hi = 1.0f,
+              std::int64_t distinct_rows = 0) {
     tpair p;
     p.g = g.new_tensor(t, 4, ne.data());
     p.r = ggml_new_tensor(r, static_cast<ggml_type>(t), 4, ne.data());
+    const std::int64_t rows = p.g->nrows();
+    if (distinct_rows > 0 && distinct_rows < rows) {
+      gk::tensor head = *p.g;  // the first distinct_rows rows, as a tensor of their own
+      head.ne[1] = distinct_rows;
+      head.ne[2] = head.ne[3] = 1;
+      fill_uniform(tpair{&head, p.r}, lo, hi);
+      const std::size_t rb = p.g->nb[1];
+      for (std::int64_t i = distinct_rows; i < rows; ++i)
+        std::memcpy(static_cast<char*>(p.g->data) + static_cast<std::size_t>(i) * rb,
+                    static_cast<char*>(p.g->data) + static_cast<std::size_t>(i % distinct_rows) * rb, rb);
+      std::memcpy(p.r->data, p.g->data, p.g->nbytes());
+      return p;
+    }
     fill_uniform(p, lo, hi);
     return p;
   }
-  tpair input(gk::type t, std::initializer_list<std::int64_t> ne, float lo = -1.0f, float hi = 1.0f) {
+  tpair input(gk::type t, std::initializer_list<std::int64_t> ne, float lo = -1.0f, float hi = 1.0f,
+              std::int64_t distinct_rows = 0) {
     std::array<std::int64_t, 4> a{1, 1, 1, 1};
     int i = 0;
     for (auto v : ne) a[static_cast<std::size_t>(i++)] = v;
-    return input(t, a, lo, hi);
+    return input(t, a, lo, hi, distinct_rows);
   }
 
   // Fill both with the given f32 values (converted / encoded once by gk).

@@ -25,9 +25,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../common/transformer_block.hpp"
-#include "ggml_lib.hpp"
-#include "harness.hpp"
+#include "block_pair.hpp"
 
 using namespace gk;
 using gk_test::op_pair;
@@ -44,49 +42,6 @@ double rel_l2(const tensor* a, const tensor* b) {
   }
   return std::sqrt(se / s);
 }
-
-struct block_pair {
-  op_pair p{256u << 20, 21};
-  gk_test::block_dims bd;
-  gk_test::block_tensors<tensor*> g{};
-  gk_test::block_tensors<ggml_tensor*> r{};
-
-  block_pair(type wt, gk_test::block_dims d, type cache = type::f16) : bd(d) {
-    auto both = [&](tensor*& gt, ggml_tensor*& rt, type t, std::initializer_list<std::int64_t> ne, float lo,
-                    float hi) {
-      tpair x = p.input(t, ne, lo, hi);
-      gt = x.g;
-      rt = x.r;
-    };
-    const std::int64_t kvd = bd.hd() * bd.kv_heads;
-    both(g.attn_norm, r.attn_norm, type::f32, {bd.d}, 0.5f, 1.5f);
-    both(g.ffn_norm, r.ffn_norm, type::f32, {bd.d}, 0.5f, 1.5f);
-    both(g.wq, r.wq, wt, {bd.d, bd.d}, -0.1f, 0.1f);
-    both(g.wk, r.wk, wt, {bd.d, kvd}, -0.1f, 0.1f);
-    both(g.wv, r.wv, wt, {bd.d, kvd}, -0.1f, 0.1f);
-    both(g.wo, r.wo, wt, {bd.d, bd.d}, -0.1f, 0.1f);
-    both(g.w_gate, r.w_gate, wt, {bd.d, bd.ffn}, -0.1f, 0.1f);
-    both(g.w_up, r.w_up, wt, {bd.d, bd.ffn}, -0.1f, 0.1f);
-    both(g.w_down, r.w_down, wt, {bd.ffn, bd.d}, -0.1f, 0.1f);
-    both(g.x, r.x, type::f32, {bd.d, bd.tokens}, -1.0f, 1.0f);
-    both(g.k_cache, r.k_cache, cache, {kvd, bd.n_kv()}, -1.0f, 1.0f);
-    both(g.v_cache, r.v_cache, cache, {kvd, bd.n_kv()}, -1.0f, 1.0f);
-    both(g.pos, r.pos, type::i32, {bd.tokens}, 0, 0);
-    both(g.kv_idx, r.kv_idx, type::i64, {bd.tokens}, 0, 0);
-    both(g.mask, r.mask, type::f16, {bd.n_kv(), bd.tokens}, 0, 0);
-    std::vector<std::int64_t> pos;
-    for (std::int64_t i = 0; i < bd.tokens; ++i) pos.push_back(bd.n_past + i);
-    p.set_ints({g.pos, r.pos}, pos);
-    p.set_ints({g.kv_idx, r.kv_idx}, pos);
-    p.set({g.mask, r.mask}, gk_test::causal_mask(bd));
-  }
-
-  tpair build(bool flash) {
-    gk_test::gk_lib gl{p.g};
-    gk_test::ggml_lib rl{p.r};
-    return {gk_test::build_block(gl, bd, g, flash), gk_test::build_block(rl, bd, r, flash)};
-  }
-};
 
 double bar(type wt, bool flash, type cache) {
   if (wt != type::f32) return cache == type::f16 && flash ? 3e-2 : 1e-2;
@@ -109,7 +64,7 @@ TEST_CASE("a transformer block matches the reference", "[ops][block]") {
         bd.ffn = 512;
         bd.tokens = tokens;
         bd.n_past = 6;
-        block_pair bp(wt, bd, cache);
+        gk_test::block_pair bp(wt, bd, cache);
         tpair y = bp.build(flash);
         REQUIRE(gk_test::same_shape(y));
         bp.p.compute_gk(y, 3);
@@ -128,7 +83,7 @@ TEST_CASE("a transformer block matches the reference", "[ops][block]") {
 TEST_CASE("planted control: one perturbed f32 weight exceeds the float bar", "[ops][block][control]") {
   gk_test::block_dims bd;
   bd.tokens = 9;
-  block_pair bp(type::f32, bd);
+  gk_test::block_pair bp(type::f32, bd);
   static_cast<float*>(bp.g.w_down->data)[3] += 0.01f;
   tpair y = bp.build(false);
   bp.p.compute_gk(y, 2);
@@ -141,7 +96,7 @@ TEST_CASE("planted control: one perturbed f32 weight exceeds the float bar", "[o
 TEST_CASE("planted control: one perturbed weight row scale exceeds the quantized bar", "[ops][block][control]") {
   gk_test::block_dims bd;
   bd.tokens = 9;
-  block_pair bp(type::q8_0, bd, type::f32);
+  gk_test::block_pair bp(type::q8_0, bd, type::f32);
   // every block of one output row of w_down (the row a kernel with a wrong row offset
   // would read for its neighbour): scales x1.5
   auto* blk = reinterpret_cast<formats::q8_0::block*>(bp.g.w_down->at(5));
