@@ -6,6 +6,8 @@
 // scalar encoder, and read by both paths.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -49,6 +51,32 @@ std::int64_t mismatches(RowDot&& kernel, int rows = 48, int n = 2048) {
   return bad;
 }
 
+// A row dot computed through a 4x2 dot_tile: the rows are w and w with its blocks
+// reversed, the columns a and a reversed; every one of the 8 results must equal its own
+// row dot bit for bit, and the (w, a) one is returned (NaN if any differs).
+template <class W>
+float tile_as_row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
+  using A = typename W::dot_type;
+  using K = gk::dot_kernel<W, gk::simd::native>;
+  std::vector<typename W::block> wr(w, w + n / W::block_size);
+  std::vector<typename A::block> ar(a, a + n / A::block_size);
+  std::reverse(wr.begin(), wr.end());
+  // reverse whole weight-block spans of activation blocks, so pairs stay aligned
+  constexpr int per = W::block_size / A::block_size > 0 ? W::block_size / A::block_size : 1;
+  for (std::size_t i = 0; i < wr.size(); ++i)
+    for (int j = 0; j < per; ++j) ar[i * per + static_cast<std::size_t>(j)] = a[(wr.size() - 1 - i) * per + static_cast<std::size_t>(j)];
+  const typename W::block* rows[4] = {w, wr.data(), wr.data(), w};
+  const typename A::block* cols[2] = {ar.data(), a};
+  float out[8];
+  gk::dot_tile<W, gk::simd::native>::template run<4, 2>(rows, cols, n, out);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 2; ++c) {
+      const float want = K::row(rows[r], cols[c], n);
+      if (std::memcmp(&want, &out[r * 2 + c], sizeof want) != 0) return NAN;
+    }
+  return out[3 * 2 + 1];
+}
+
 template <class... Ws>
 void check_all(std::tuple<Ws...>*) {
   (
@@ -61,6 +89,8 @@ void check_all(std::tuple<Ws...>*) {
         for (int len : {1, 2, 3, 5, 21}) CHECK(mismatches<Ws>(&K::row, 6, len * Ws::block_size) == 0);
         if constexpr (Ws::block_size == 1)
           for (int len = 1; len <= 40; ++len) CHECK(mismatches<Ws>(&K::row, 2, len + (len == 40 ? 2007 : 0)) == 0);
+        // the same dots four rows by two columns at a time (dot_tile, what the matmul calls)
+        for (int len : {1, 17, 64}) CHECK(mismatches<Ws>(&tile_as_row<Ws>, 6, len * Ws::block_size) == 0);
       }(),
       ...);
 }
@@ -74,6 +104,20 @@ TEST_CASE("every format's dot on this build's target equals the scalar definitio
   }
   std::printf("target %s\n", std::string(gk::simd::native::name).c_str());
   check_all(static_cast<gk::formats::all*>(nullptr));
+}
+
+TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control]") {
+  using W = gk::formats::q4_0;
+  auto broken = [](const W::block* w, const W::dot_type::block* a, std::int64_t n) {
+    std::vector<W::dot_type::block> other(a, a + n / 32);
+    std::reverse(other.begin(), other.end());
+    const W::block* rows[4] = {w, w, w, w};
+    const W::dot_type::block* cols[2] = {other.data(), a};
+    float out[8];
+    gk::dot_tile<W, gk::simd::native>::run<4, 2>(rows, cols, n, out);
+    return out[0];  // column 0 where column 1 was meant
+  };
+  CHECK(mismatches<W>(broken) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {

@@ -32,6 +32,9 @@ namespace gk::cpu::matmul {
 // q8_0 (34 KiB, L1/L2-resident) and each weight row, once loaded, is dotted with all 8.
 inline constexpr std::int64_t tile_rows = 16;
 inline constexpr std::int64_t tile_cols = 8;
+// Inside a tile, dots go 4 weight rows by 2 (or 1) columns at a time through dot_tile,
+// which runs their sums side by side where a target specialises it (avx512 q4_0/q8_0).
+inline constexpr int dot_rows = 4;
 
 // Planted faults for the tiling test's controls (tests/cpu/test_matmul_tiling.cpp); gk
 // itself only instantiates fault::none.
@@ -108,13 +111,30 @@ void mul_mat(const exec& ex, tensor* dst) {
       key_i2 = i2;
       key_i3 = i3;
     }
-    for (std::int64_t r = row0; r < row0 + nr; ++r) {
-      const auto* w = reinterpret_cast<const typename W::block*>(a->at(r, i2 / r2, i3 / r3));
-      for (std::int64_t c = 0; c < nc; ++c) {
-        auto* y = reinterpret_cast<float*>(dst->at(c0 + c, i2, i3));
-        y[r] = dot_kernel<W, T>::row(w, p.col[c], k);
+    float* ycol[tile_cols];
+    for (std::int64_t c = 0; c < nc; ++c) ycol[c] = reinterpret_cast<float*>(dst->at(c0 + c, i2, i3));
+    auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(a->at(r, i2 / r2, i3 / r3)); };
+    std::int64_t r = row0;
+    for (; r + dot_rows <= row0 + nr; r += dot_rows) {
+      const typename W::block* w[dot_rows];
+      for (int j = 0; j < dot_rows; ++j) w[j] = wrow(r + j);
+      std::int64_t c = 0;
+      for (; c + 2 <= nc; c += 2) {
+        float o[dot_rows * 2];
+        dot_tile<W, T>::template run<dot_rows, 2>(w, p.col + c, k, o);
+        for (int j = 0; j < dot_rows; ++j) {
+          ycol[c][r + j] = o[j * 2];
+          ycol[c + 1][r + j] = o[j * 2 + 1];
+        }
+      }
+      for (; c < nc; ++c) {
+        float o[dot_rows];
+        dot_tile<W, T>::template run<dot_rows, 1>(w, p.col + c, k, o);
+        for (int j = 0; j < dot_rows; ++j) ycol[c][r + j] = o[j];
       }
     }
+    for (; r < row0 + nr; ++r)
+      for (std::int64_t c = 0; c < nc; ++c) ycol[c][r] = dot_kernel<W, T>::row(wrow(r), p.col[c], k);
   }
 }
 
@@ -152,10 +172,14 @@ void mul_mat_id(const exec& ex, tensor* dst) {
     }
     const std::int64_t row0 = rb * tile_rows, nr = std::min(tile_rows, m - row0);
     auto* y = reinterpret_cast<float*>(dst->at(e, tok, 0));
-    for (std::int64_t r = row0; r < row0 + nr; ++r) {
-      const auto* w = reinterpret_cast<const typename W::block*>(as->at(r, expert, 0));
-      y[r] = dot_kernel<W, T>::row(w, p.col[0], k);
+    std::int64_t r = row0;
+    for (; r + dot_rows <= row0 + nr; r += dot_rows) {
+      const typename W::block* w[dot_rows];
+      for (int j = 0; j < dot_rows; ++j) w[j] = reinterpret_cast<const typename W::block*>(as->at(r + j, expert, 0));
+      dot_tile<W, T>::template run<dot_rows, 1>(w, p.col, k, y + r);
     }
+    for (; r < row0 + nr; ++r)
+      y[r] = dot_kernel<W, T>::row(reinterpret_cast<const typename W::block*>(as->at(r, expert, 0)), p.col[0], k);
   }
 }
 

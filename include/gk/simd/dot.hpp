@@ -31,6 +31,21 @@ struct dot_kernel<W, simd::scalar> {
   }
 };
 
+// R weight rows by C activation columns at once: out[r * C + c] is exactly
+// dot_kernel<W, T>::row(w[r], a[c], n). The primary template is that loop; a target
+// specialises it where doing several dots together is faster (the matmul's tiles call
+// it), and must keep every dot's bits.
+template <BlockFormat W, simd::Target T>
+struct dot_tile {
+  static constexpr bool specialised = false;
+  template <int R, int C>
+  static void run(const typename W::block* const* w, const typename W::dot_type::block* const* a, std::int64_t n,
+                  float* out) {
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) out[r * C + c] = dot_kernel<W, T>::row(w[r], a[c], n);
+  }
+};
+
 }  // namespace gk
 
 // Target specialisations; each file compiles to nothing unless its target is enabled.

@@ -94,6 +94,32 @@ inline float add_in_order(float sum, __m512 t) {
   return sum;
 }
 
+// R weight rows by C activation columns of a 32-weight format whose kernel K gives the
+// float terms of sixteen blocks (K::group) and of one block (K::tail): out[r * C + c] is
+// the row dot of w[r] and a[c], each sum taken in block order exactly as one row's is.
+// The definition's sum is a chain of dependent adds (one per block, about 4 cycles each);
+// a tile runs R * C such chains side by side, lane by lane, so their latencies overlap
+// instead of adding up: that chain, not the integer work, bounds one row at a time.
+template <class K, int R, int C>
+inline void chain_tile(const typename K::block* const* w, const typename K::ablock* const* a, std::int64_t n,
+                       float* out) {
+  const std::int64_t nb = n / 32;
+  float sum[R * C];
+  for (int j = 0; j < R * C; ++j) sum[j] = 0.0f;
+  std::int64_t i = 0;
+  for (; i + 16 <= nb; i += 16) {
+    alignas(64) float t[R * C][16];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) _mm512_store_ps(t[r * C + c], K::group(w[r] + i, a[c] + i));
+    for (int l = 0; l < 16; ++l)
+      for (int j = 0; j < R * C; ++j) sum[j] += t[j][l];
+  }
+  for (; i < nb; ++i)
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) sum[r * C + c] += K::tail(w[r][i], a[c][i]);
+  for (int j = 0; j < R * C; ++j) out[j] = sum[j];
+}
+
 inline int hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
 
 // The totals of q (16 lanes) and m (8 lanes), reduced together.
@@ -116,6 +142,7 @@ template <>
 struct dot_kernel<formats::q8_0, simd::avx512> {
   static constexpr std::string_view served_by = simd::avx512::name;
   using block = formats::q8_0::block;
+  using ablock = formats::q8_0::block;
   // sum w*a = sum (w + 128) * a - 128 * sum a; w ^ 0x80 is w + 128 as an unsigned byte
   static __m512i pair(const block* w, const block* a) {
     using namespace simd::avx512_ops;
@@ -125,27 +152,29 @@ struct dot_kernel<formats::q8_0, simd::avx512> {
     return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), x, y),
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), flip, y));
   }
-  static float row(const block* w, const block* a, std::int64_t n) {
+  // The float terms of sixteen blocks, block j in lane j: float(s) * (dw * da).
+  static __m512 group(const block* w, const block* a) {
     using namespace simd::avx512_ops;
-    const std::int64_t nb = n / 32;
-    float sum = 0.0f;
-    std::int64_t i = 0;
-    for (; i + 16 <= nb; i += 16) {
-      __m512i v[8];
-      for (int k = 0; k < 8; ++k) v[k] = pair(w + i + 2 * k, a + i + 2 * k);
-      const __m512 s = _mm512_cvtepi32_ps(block_sums16(v));
-      const __m512 dw = f16x16<sizeof(block)>(&w[i].d), da = f16x16<sizeof(block)>(&a[i].d);
-      sum = add_in_order(sum, _mm512_mul_ps(s, _mm512_mul_ps(dw, da)));  // float(s) * (dw * da)
-    }
-    for (; i < nb; ++i) {
-      const __m256i x = _mm256_xor_si256(load256(w[i].qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-      const __m256i y = load256(a[i].qs);
-      const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y),
-                                         _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), y));
-      const int s = simd::avx2_ops::hsum_i32(p);
-      sum += static_cast<float>(s) * (half_to_f32(w[i].d) * half_to_f32(a[i].d));
-    }
-    return sum;
+    __m512i v[8];
+    for (int k = 0; k < 8; ++k) v[k] = pair(w + 2 * k, a + 2 * k);
+    const __m512 s = _mm512_cvtepi32_ps(block_sums16(v));
+    const __m512 dw = f16x16<sizeof(block)>(&w[0].d), da = f16x16<sizeof(block)>(&a[0].d);
+    return _mm512_mul_ps(s, _mm512_mul_ps(dw, da));
+  }
+  // One block's float term.
+  static float tail(const block& w, const block& a) {
+    using namespace simd::avx512_ops;
+    const __m256i x = _mm256_xor_si256(load256(w.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i y = load256(a.qs);
+    const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), y));
+    const int s = simd::avx2_ops::hsum_i32(p);
+    return static_cast<float>(s) * (half_to_f32(w.d) * half_to_f32(a.d));
+  }
+  static float row(const block* w, const block* a, std::int64_t n) {
+    float out;
+    simd::avx512_ops::chain_tile<dot_kernel, 1, 1>(&w, &a, n, &out);
+    return out;
   }
 };
 
@@ -167,27 +196,28 @@ struct dot_kernel<formats::q4_0, simd::avx512> {
     return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c, y),
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), y));
   }
-  static float row(const block* w, const ablock* a, std::int64_t n) {
+  // The float terms of sixteen blocks, block j in lane j: float(s) * dw * da.
+  static __m512 group(const block* w, const ablock* a) {
     using namespace simd::avx512_ops;
-    const std::int64_t nb = n / 32;
-    float sum = 0.0f;
-    std::int64_t i = 0;
-    for (; i + 16 <= nb; i += 16) {
-      __m512i v[8];
-      for (int k = 0; k < 8; ++k) v[k] = pair(w + i + 2 * k, a + i + 2 * k);
-      const __m512 s = _mm512_cvtepi32_ps(block_sums16(v));
-      const __m512 dw = f16x16<sizeof(block)>(&w[i].d), da = f16x16<sizeof(ablock)>(&a[i].d);
-      sum = add_in_order(sum, _mm512_mul_ps(_mm512_mul_ps(s, dw), da));  // float(s) * dw * da
-    }
-    for (; i < nb; ++i) {
-      const __m128i q = load128(w[i].qs);
-      const __m256i c = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-      const __m256i y = load256(a[i].qs);
-      const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), c, y),
-                                         _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), y));
-      sum += static_cast<float>(simd::avx2_ops::hsum_i32(p)) * half_to_f32(w[i].d) * half_to_f32(a[i].d);
-    }
-    return sum;
+    __m512i v[8];
+    for (int k = 0; k < 8; ++k) v[k] = pair(w + 2 * k, a + 2 * k);
+    const __m512 s = _mm512_cvtepi32_ps(block_sums16(v));
+    const __m512 dw = f16x16<sizeof(block)>(&w[0].d), da = f16x16<sizeof(ablock)>(&a[0].d);
+    return _mm512_mul_ps(_mm512_mul_ps(s, dw), da);
+  }
+  static float tail(const block& w, const ablock& a) {
+    using namespace simd::avx512_ops;
+    const __m128i q = load128(w.qs);
+    const __m256i c = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+    const __m256i y = load256(a.qs);
+    const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), c, y),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), y));
+    return static_cast<float>(simd::avx2_ops::hsum_i32(p)) * half_to_f32(w.d) * half_to_f32(a.d);
+  }
+  static float row(const block* w, const ablock* a, std::int64_t n) {
+    float out;
+    simd::avx512_ops::chain_tile<dot_kernel, 1, 1>(&w, &a, n, &out);
+    return out;
   }
 };
 
@@ -348,6 +378,28 @@ struct dot_kernel<formats::q5_K, simd::avx512> {
       sum += half_to_f32(b.d) * y.d * static_cast<float>(sum_q) - half_to_f32(b.dmin) * y.d * static_cast<float>(sum_m);
     }
     return sum;
+  }
+};
+
+// Tiles for the formats whose row is a chain of block terms (see chain_tile). The avx2
+// and scalar targets keep the primary template's loop.
+template <>
+struct dot_tile<formats::q8_0, simd::avx512> {
+  static constexpr bool specialised = true;
+  template <int R, int C>
+  static void run(const formats::q8_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
+                  float* out) {
+    simd::avx512_ops::chain_tile<dot_kernel<formats::q8_0, simd::avx512>, R, C>(w, a, n, out);
+  }
+};
+
+template <>
+struct dot_tile<formats::q4_0, simd::avx512> {
+  static constexpr bool specialised = true;
+  template <int R, int C>
+  static void run(const formats::q4_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
+                  float* out) {
+    simd::avx512_ops::chain_tile<dot_kernel<formats::q4_0, simd::avx512>, R, C>(w, a, n, out);
   }
 };
 
