@@ -118,7 +118,6 @@ struct ref_side {
         ok = false;
         return;
       }
-      for (auto* w : ws) ggml_backend_tensor_set(w, wb.data(), 0, wb.size());
     } else {
       for (int i = 0; i < n_mats; ++i) {
         ws.push_back(ggml_new_tensor_2d(ctx, static_cast<ggml_type>(t), K, M));
@@ -130,9 +129,16 @@ struct ref_side {
     gf = ggml_new_graph_custom(ctx, n_mats + 8, false);
     for (auto* w : ws) {
       ggml_tensor* y = ggml_mul_mat(ctx, w, xt);
-      if (buft && !ggml_backend_dev_supports_op(rb->dev, y)) ok = false;
+      // the repacking buffer only takes the formats it has a layout for: ask before
+      // handing it bytes (its set_tensor assumes a supported type)
+      if (buft && !ggml_backend_dev_supports_op(rb->dev, y)) {
+        ok = false;
+        return;
+      }
       ggml_build_forward_expand(gf, y);
     }
+    if (buft)
+      for (auto* w : ws) ggml_backend_tensor_set(w, wb.data(), 0, wb.size());
   }
   ~ref_side() {
     if (buf) ggml_backend_buffer_free(buf);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gk/formats/all.hpp"
+#include "gk/registry.hpp"
 
 namespace {
 
@@ -51,6 +52,7 @@ void show_all(std::tuple<Ws...>*) {
 }  // namespace
 
 int main() {
+  gk::devices();  // the device banner: one line per device on stderr (GK_QUIET=1 hides it)
   std::printf("gk-demo: every format gk carries, on one gaussian row of 4096 weights\n");
   std::printf("%-8s %7s %12s %12s\n", "format", "bits/w", "rel. RMSE", "decode Mw/s");
   show_all(static_cast<gk::formats::all*>(nullptr));

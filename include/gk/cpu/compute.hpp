@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gk/alloc.hpp"
 #include "gk/cpu/attn.hpp"
 #include "gk/cpu/copy.hpp"
 #include "gk/cpu/elementwise.hpp"
@@ -137,6 +138,7 @@ class runner {
         if (failed.load()) return;
       }
     });
+    debug::maybe_print_node_hashes(g);  // GK_NODE_HASH=1: one hash line per node (alloc.hpp)
   }
 
  private:

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Backend doubles for the scheduler tests, no GPU needed:
+//  - test_backend: the CPU kernels behind another name, with one nominated op refused and
+//    a memory it addresses (host memory, or only one "device" buffer type). Before each
+//    graph it checks every tensor the graph touches is in memory it addresses, so a
+//    missing staging copy is an error, not a silent host read.
+//  - device_buffer_type: memory that reports itself as device memory (is_host false) but
+//    is backed by host RAM; it counts the host<->device copies made into and out of it,
+//    and can drop the n-th host->device copy (the planted control for staging).
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gk/backend.hpp"
+#include "gk/backends/cpu.hpp"
+#include "gk/gk.hpp"
+#include "gk/sched.hpp"
+
+namespace gk_test {
+
+struct device_buffer_type;
+
+struct device_buffer : gk::host_buffer {
+  device_buffer(device_buffer_type& t, std::size_t n);
+  void set_tensor(gk::tensor* t, const void* src, std::size_t offset, std::size_t n) override;
+  void get_tensor(const gk::tensor* t, void* dst, std::size_t offset, std::size_t n) const override;
+  device_buffer_type& dev;
+};
+
+struct device_buffer_type final : gk::buffer_type {
+  std::string_view name() const override { return "DEV"; }
+  std::size_t alignment() const override { return 256; }  // a GPU's texture alignment, not the host's 64
+  bool is_host() const override { return false; }
+  std::unique_ptr<gk::backend_buffer> alloc_buffer(std::size_t size) override {
+    return std::make_unique<device_buffer>(*this, size);
+  }
+  mutable int sets = 0, gets = 0;
+  int drop_set = -1;  // the index of a set_tensor to skip (control), -1 none
+};
+
+// Fresh device memory is NaN bytes: a staging copy that never arrived must show, not
+// find the bytes a previous buffer left at the same address.
+inline device_buffer::device_buffer(device_buffer_type& t, std::size_t n) : gk::host_buffer(t, n, t.alignment()), dev(t) {
+  clear(0xff);
+}
+inline void device_buffer::set_tensor(gk::tensor* t, const void* src, std::size_t offset, std::size_t n) {
+  if (dev.sets++ == dev.drop_set) return;
+  gk::host_buffer::set_tensor(t, src, offset, n);
+}
+inline void device_buffer::get_tensor(const gk::tensor* t, void* dst, std::size_t offset, std::size_t n) const {
+  ++dev.gets;
+  gk::host_buffer::get_tensor(t, dst, offset, n);
+}
+
+class test_backend final : public gk::backend {
+ public:
+  // mem: the memory it addresses (host: every is_host type; anything else: only that one)
+  test_backend(std::string name, gk::buffer_type& mem, gk::op refused = gk::op::count, int n_threads = 2)
+      : name_(std::move(name)), mem_(mem), refused_(refused), runner_(n_threads) {}
+
+  std::string_view name() const override { return name_; }
+  gk::buffer_type& default_buffer_type() override { return mem_; }
+  bool supports_op(const gk::tensor* node) const override { return node->op != refused_ && gk::cpu::supports(node); }
+  bool supports_buft(const gk::buffer_type& b) const override { return mem_.is_host() ? b.is_host() : &b == &mem_; }
+  void graph_compute(const gk::graph& g) override {
+    auto check = [&](const gk::tensor* t) {
+      const gk::buffer_type* m = gk::memory_of(t);
+      if (!m || !supports_buft(*m))
+        throw gk::error("test_backend " + name_ + ": " + gk::describe(t) + " is in " +
+                        std::string(m ? m->name() : "no") + " memory, which this backend cannot address");
+    };
+    for (const gk::tensor* n : g.nodes()) {
+      if (!supports_op(n)) throw gk::error("test_backend " + name_ + " was given an op it refuses: " + gk::describe(n));
+      check(n);
+      for (const gk::tensor* s : n->src)
+        if (s) check(s);
+    }
+    runner_.compute(g);
+    ++graphs;
+  }
+  int graphs = 0;
+
+ private:
+  std::string name_;
+  gk::buffer_type& mem_;
+  gk::op refused_;
+  gk::cpu::runner runner_;
+};
+
+inline void fill_random(gk::tensor* t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> row(static_cast<std::size_t>(t->ne[0]));
+  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
+        for (auto& v : row) v = u(rng);
+        gk::cpu::row_writer w(t, row.data());
+        float* d = w.begin(i1, i2, i3);
+        if (d != row.data()) std::memcpy(d, row.data(), row.size() * 4);
+        w.commit();
+      }
+}
+
+// Every node's bytes, read through its buffer where it has one (device memory).
+inline std::vector<std::vector<unsigned char>> snapshot(const gk::graph& g) {
+  std::vector<std::vector<unsigned char>> out;
+  for (const gk::tensor* n : g.nodes()) {
+    std::vector<unsigned char> b(n->nbytes());
+    if (gk::backend_buffer* buf = gk::buffer_of(n)) buf->get_tensor(n, b.data(), 0, b.size());
+    else if (!b.empty()) std::memcpy(b.data(), n->data, b.size());
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+inline std::int64_t differing_nodes(const std::vector<std::vector<unsigned char>>& a,
+                                    const std::vector<std::vector<unsigned char>>& b) {
+  if (a.size() != b.size()) return -1;
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
+  return bad;
+}
+
+// Moves a tensor that has host data into a fresh buffer of `buft` (set_tensor of its bytes).
+inline std::unique_ptr<gk::backend_buffer> move_to(gk::buffer_type& buft, std::vector<gk::tensor*> ts) {
+  std::vector<std::vector<unsigned char>> bytes;
+  for (gk::tensor* t : ts) {
+    const auto* p = static_cast<const unsigned char*>(t->data);
+    bytes.emplace_back(p, p + t->nbytes());
+  }
+  auto buf = gk::place_in_one_buffer(ts, buft);
+  for (std::size_t i = 0; i < ts.size(); ++i) buf->set_tensor(ts[i], bytes[i].data(), 0, bytes[i].size());
+  return buf;
+}
+
+}  // namespace gk_test
