@@ -108,7 +108,7 @@ struct ref_side {
            const std::vector<float>& x, std::int64_t n, int n_mats) {
     const std::size_t meta = static_cast<std::size_t>(n_mats + 8) * ggml_tensor_overhead() * 2 + ggml_graph_overhead();
     const std::size_t data = buft ? 0 : static_cast<std::size_t>(n_mats) * (wb.size() + 64);
-    ctx = ggml_init({meta + data + (x.size() * 4 + M * n * 4 * n_mats) + (std::size_t{16} << 20), nullptr, false});
+    ctx = ggml_init({meta + data + (x.size() * 4 + M * n * 4 * n_mats) + (std::size_t{64} << 20), nullptr, false});  // + its work buffer
     std::vector<ggml_tensor*> ws;
     if (buft) {
       wctx = ggml_init({meta, nullptr, true});
