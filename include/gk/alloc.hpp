@@ -31,6 +31,12 @@
 // from one base pointer per memory, so a scheduler can hand in device buffers. allocate()
 // owns host memory only and says so if a plan needs another.
 //
+// Steps: plan_steps plans any execution order given as steps, each writing one tensor and
+// reading some; plan_graph is a graph's nodes as steps. The scheduler (sched.hpp) hands in
+// its own order, where a staging copy between splits is a step that reads the source and
+// writes the staging tensor, with one memory per buffer type and that memory's alignment
+// and alloc_size.
+//
 // Debug switches, read once from the environment at first use, off unless set to 1:
 //   GK_ALLOC_NO_REUSE=1  every tensor keeps its own storage: no release, no in place
 //                        (the plan's peak then equals the sum of the slots).
@@ -42,6 +48,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -176,6 +183,10 @@ enum class planted_fault {
   none,
   release_one_read_early,  // release at the second-to-last read (a one-read tensor before its reader)
   ignore_view_refs,        // a read of a view does not hold its base
+  // the two ways a scheduler's staging can be planned wrong (steps with copy set):
+  copy_reads_ignored,      // a staging copy's read of its source is not counted: a source read
+                           // only by copies is released as soon as it is written, before they run
+  staging_one_read_early,  // a staging tensor is released at its second-to-last reader
 };
 
 struct alloc_options {
@@ -230,6 +241,7 @@ struct alloc_plan {
   std::unordered_map<const tensor*, slot> slots;  // every tensor given storage, inputs included
   std::vector<std::size_t> peak;                  // bytes per memory
   std::vector<std::size_t> live_peak;             // most bytes live at once, per memory (peak's floor)
+  std::vector<std::size_t> separate;              // per memory: separate_bytes' share
   std::size_t separate_bytes = 0;                 // every planned tensor's aligned size summed
                                                   // (in-place ones too): one allocation each
   int n_inplace = 0;                              // nodes that took their source's slot
@@ -244,13 +256,42 @@ struct alloc_plan {
   }
 };
 
+// ---- the planner over steps ----
+//
+// A graph's nodes are one execution order; a scheduler's is another: between the splits it
+// runs copies that fill staging tensors in another memory. Both are planned the same way, as
+// a sequence of steps, each writing one tensor and reading some (a copy reads its source and
+// writes the staging tensor), so a source that is staged lives until its copy has run and a
+// staging tensor lives from its first fill to its last reader.
+
+struct alloc_step {
+  tensor* out = nullptr;             // written here; given storage the first time a step writes it
+  std::array<tensor*, max_src> reads{};  // what it reads; reads[0] is what an in-place op overwrites
+  bool inplace = false;              // out may take reads[0]'s slot (inplace_safe(out) for a node)
+  bool copy = false;                 // a staging copy reads[0] -> out (only planted faults look)
+};
+
+struct alloc_sequence {
+  std::vector<alloc_step> steps;
+  std::vector<tensor*> inputs;  // given storage before the first step and kept to the end
+  std::vector<tensor*> keep;    // kept to the end (their storage owners): outputs
+};
+
+// How each memory lays tensors out; empty members take the defaults (every tensor in
+// memory 0, opt.alignment, nbytes()).
+struct memory_layout {
+  memory_fn memory_of;
+  std::vector<std::size_t> alignment;                // per memory index
+  std::function<std::size_t(const tensor*)> size_of;  // bytes t needs in its memory
+};
+
 namespace detail::alloc {
 
 inline tensor* owner(tensor* t) noexcept { return t->view_src ? t->view_src : t; }
 
 struct info {
   int reads = 0;         // pending reads of this storage (its own and its views')
-  int direct_reads = 0;  // nodes with this tensor itself as a source
+  int direct_reads = 0;  // steps with this tensor itself as a read
   bool pinned = false;   // kept to the end
   bool released = false;
   bool handed_on = false;  // an in-place node took the slot
@@ -258,34 +299,38 @@ struct info {
 
 }  // namespace detail::alloc
 
-// Plans storage for g. `is_own(data)` says a data pointer is the caller's earlier placement
-// (so the tensor is planned again) rather than storage someone else gave it.
-inline alloc_plan plan_graph(const graph& g, const alloc_options& opt, const memory_fn& memory_of,
+// Plans storage for the steps of seq in order. A tensor with storage is planned when it owns
+// its storage (not a view), is not empty, and has no data, or data for which
+// `is_own(data)` says it is the caller's earlier placement; others are left alone.
+inline alloc_plan plan_steps(const alloc_sequence& seq, const alloc_options& opt, const memory_layout& layout,
                              const std::function<bool(const void*)>& is_own) {
   using detail::alloc::owner;
   alloc_plan p;
   std::vector<free_list> lists;
   std::unordered_map<const tensor*, detail::alloc::info> inf;
-  const auto nodes = g.nodes();
 
   auto managed = [&](const tensor* t) {
     return !t->view_src && !t->is_empty() && (t->data == nullptr || (is_own && is_own(t->data)));
   };
   auto mem = [&](const tensor* t) {
-    const int m = memory_of ? memory_of(t) : 0;
+    const int m = layout.memory_of ? layout.memory_of(t) : 0;
     if (m < 0) throw error("gk: alloc: memory_of(" + describe(t) + ") returned " + std::to_string(m));
-    if (static_cast<std::size_t>(m) >= lists.size()) {
-      lists.reserve(static_cast<std::size_t>(m) + 1);
-      while (lists.size() <= static_cast<std::size_t>(m)) lists.emplace_back(opt.alignment);
+    const auto um = static_cast<std::size_t>(m);
+    while (lists.size() <= um) {
+      const std::size_t k = lists.size();
+      lists.emplace_back(k < layout.alignment.size() ? layout.alignment[k] : opt.alignment);
     }
     return m;
   };
+  auto bytes = [&](const tensor* t) { return layout.size_of ? layout.size_of(t) : t->nbytes(); };
   auto give_slot = [&](const tensor* t) {
     const int m = mem(t);
     auto& fl = lists[static_cast<std::size_t>(m)];
-    const std::size_t size = fl.aligned(t->nbytes());
+    const std::size_t size = fl.aligned(bytes(t));
     p.slots[t] = {m, fl.allocate(size), size};
     p.separate_bytes += size;
+    if (p.separate.size() <= static_cast<std::size_t>(m)) p.separate.resize(static_cast<std::size_t>(m) + 1);
+    p.separate[static_cast<std::size_t>(m)] += size;
   };
   auto release = [&](const tensor* t) {
     auto& i = inf[t];
@@ -297,56 +342,61 @@ inline alloc_plan plan_graph(const graph& g, const alloc_options& opt, const mem
   };
   // the tensor whose read is counted: the storage owner (the planted fault counts the view)
   auto counted = [&](tensor* s) { return opt.fault == planted_fault::ignore_view_refs ? s : owner(s); };
+  auto read_counts = [&](const alloc_step& st) { return !(st.copy && opt.fault == planted_fault::copy_reads_ignored); };
 
   // 1. reads
-  for (tensor* n : nodes)
-    for (tensor* s : n->src)
+  for (const alloc_step& st : seq.steps)
+    for (tensor* s : st.reads)
       if (s) {
         ++inf[s].direct_reads;
-        ++inf[counted(s)].reads;
+        if (read_counts(st)) ++inf[counted(s)].reads;
       }
   if (opt.fault == planted_fault::release_one_read_early)
     for (auto& [t, i] : inf) i.reads = std::max(i.reads - 1, 0);
-
-  // 2. what stays to the end
-  auto pin = [&](tensor* t) { inf[owner(t)].pinned = true; };
-  if (!nodes.empty()) pin(nodes.back());
-  for (tensor* t : g.leafs())
-    if (t->flags & (flag_input | flag_output)) pin(t);
-  for (tensor* n : nodes) {
-    if (n->flags & (flag_input | flag_output)) pin(n);
-    if (inf[n].direct_reads == 0) pin(n);
+  if (opt.fault == planted_fault::staging_one_read_early) {
+    std::unordered_set<const tensor*> staging;
+    for (const alloc_step& st : seq.steps)
+      if (st.copy && st.out && staging.insert(st.out).second) inf[st.out].reads = std::max(inf[st.out].reads - 1, 0);
   }
 
-  // 3. inputs: leaves without data, and bases outside the graph that views here alias
-  auto input = [&](tensor* t) {
-    if (!managed(t) || p.slots.count(t)) return;
+  // 2. what stays to the end: what the caller keeps, and what no step reads
+  auto pin = [&](tensor* t) { inf[owner(t)].pinned = true; };
+  for (tensor* t : seq.keep) pin(t);
+  for (const alloc_step& st : seq.steps)
+    if (st.out && inf[st.out].direct_reads == 0) pin(st.out);
+
+  // 3. inputs
+  for (tensor* t : seq.inputs) {
+    if (!managed(t) || p.slots.count(t)) continue;
     give_slot(t);
     inf[t].pinned = true;
-  };
-  for (tensor* t : g.leafs()) input(owner(t));
-  for (tensor* n : nodes)
-    if (n->view_src && !g.contains(n->view_src)) input(n->view_src);
+  }
 
   // 4. the forward pass
-  auto inplace_donor = [&](tensor* n) -> tensor* {
-    if (!opt.inplace || !opt.reuse || !inplace_safe(n)) return nullptr;
-    tensor* s = n->src[0];
+  auto inplace_donor = [&](const alloc_step& st) -> tensor* {
+    tensor* n = st.out;
+    if (!opt.inplace || !opt.reuse || !st.inplace) return nullptr;
+    tensor* s = st.reads[0];
     if (!s || s->view_src || !managed(s) || !p.slots.count(s)) return nullptr;
     const auto& i = inf[s];
     if (i.pinned || i.released || i.handed_on || i.reads != 1) return nullptr;
     for (int k = 1; k < max_src; ++k)
-      if (n->src[k] && owner(n->src[k]) == s) return nullptr;
+      if (st.reads[static_cast<std::size_t>(k)] && owner(st.reads[static_cast<std::size_t>(k)]) == s) return nullptr;
     if (s->type != n->type || !s->same_shape(*n) || !s->same_strides(*n) || !n->is_contiguous()) return nullptr;
-    if (mem(s) != mem(n) || p.slots[s].size < lists[static_cast<std::size_t>(mem(n))].aligned(n->nbytes()))
+    if (mem(s) != mem(n) || p.slots[s].size < lists[static_cast<std::size_t>(mem(n))].aligned(bytes(n)))
       return nullptr;
     return s;
   };
-  for (tensor* n : nodes) {
-    if (managed(n) && !p.slots.count(n)) {
-      if (tensor* d = inplace_donor(n)) {
+  const bool early_fault =
+      opt.fault == planted_fault::release_one_read_early || opt.fault == planted_fault::copy_reads_ignored ||
+      opt.fault == planted_fault::staging_one_read_early;
+  for (const alloc_step& st : seq.steps) {
+    tensor* n = st.out;
+    if (n && managed(n) && !p.slots.count(n)) {
+      if (tensor* d = inplace_donor(st)) {
         p.slots[n] = p.slots[d];
         p.separate_bytes += p.slots[n].size;  // one allocation per tensor would give it its own
+        p.separate[static_cast<std::size_t>(p.slots[n].memory)] += p.slots[n].size;
         inf[d].handed_on = true;
         p.reused.insert(d);
         ++p.n_inplace;
@@ -354,10 +404,11 @@ inline alloc_plan plan_graph(const graph& g, const alloc_options& opt, const mem
         give_slot(n);
       }
       if (!opt.reuse) inf[n].pinned = true;
-      // the planted fault's one-read tensors: released before their only reader runs
-      if (opt.fault == planted_fault::release_one_read_early && inf[n].reads == 0) release(n);
+      // the planted faults' tensors left with no counted read: released before any reader runs
+      if (early_fault && inf[n].reads == 0) release(n);
     }
-    for (tensor* s : n->src)
+    if (!read_counts(st)) continue;
+    for (tensor* s : st.reads)
       if (s) {
         tensor* c = counted(s);
         if (--inf[c].reads == 0) release(c);
@@ -366,11 +417,44 @@ inline alloc_plan plan_graph(const graph& g, const alloc_options& opt, const mem
 
   p.peak.resize(std::max<std::size_t>(lists.size(), 1));
   p.live_peak.resize(p.peak.size());
+  p.separate.resize(p.peak.size());
   for (std::size_t m = 0; m < lists.size(); ++m) {
     p.peak[m] = lists[m].peak();
     p.live_peak[m] = lists[m].live_peak();
   }
   return p;
+}
+
+// Plans storage for g, its nodes in order as the compute pass runs them:
+//   - inputs: leaves without data, and bases outside the graph that views here alias;
+//   - kept to the end: the last node, every tensor flagged flag_input or flag_output, and
+//     every node no other node reads.
+// `is_own(data)` says a data pointer is the caller's earlier placement (so the tensor is
+// planned again) rather than storage someone else gave it.
+inline alloc_plan plan_graph(const graph& g, const alloc_options& opt, const memory_fn& memory_of,
+                             const std::function<bool(const void*)>& is_own) {
+  using detail::alloc::owner;
+  alloc_sequence seq;
+  const auto nodes = g.nodes();
+  seq.steps.reserve(nodes.size());
+  for (tensor* n : nodes) {
+    alloc_step st;
+    st.out = n;
+    std::copy(std::begin(n->src), std::end(n->src), st.reads.begin());
+    st.inplace = inplace_safe(n);
+    seq.steps.push_back(st);
+  }
+  if (!nodes.empty()) seq.keep.push_back(nodes.back());
+  for (tensor* t : g.leafs())
+    if (t->flags & (flag_input | flag_output)) seq.keep.push_back(t);
+  for (tensor* n : nodes)
+    if (n->flags & (flag_input | flag_output)) seq.keep.push_back(n);
+  for (tensor* t : g.leafs()) seq.inputs.push_back(owner(t));
+  for (tensor* n : nodes)
+    if (n->view_src && !g.contains(n->view_src)) seq.inputs.push_back(n->view_src);
+  memory_layout layout;
+  layout.memory_of = memory_of;
+  return plan_steps(seq, opt, layout, is_own);
 }
 
 // Sets data for every slot of the plan (base[memory] + offset) and for every view in g

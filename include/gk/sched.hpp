@@ -18,8 +18,18 @@
 //     staging tensor (same type, shape and strides) in memory it can, filled by a copy
 //     just before the split runs. A staged copy is reused by later splits on the same
 //     memory until a node writes the original's storage again.
-//  5. place   node outputs, inputs without storage and staging tensors get storage through
-//     a place_fn (one call per buffer type); views are pointed into their bases.
+//  5. place   node outputs, inputs without storage and staging tensors get storage from the
+//     graph allocator's planner (alloc.hpp plan_steps), given the execution order as steps:
+//     each split's staging copies (read the source, write the staging tensor), then its
+//     nodes (reading staging tensors where swapped). One free list per memory (buffer
+//     type), so storage is released after its last reader in any memory: a staged source
+//     lives until its copy has run, a staging tensor from its first fill to its last
+//     reader. Then one buffer per memory of the planned peak (alloc_buffer) and every
+//     tensor placed with init_tensor. Kept to the end: the last node, flagged tensors and
+//     nodes nothing reads (the caller's outputs). A place_fn given instead (such as
+//     place_in_one_buffer: every tensor its own slice, no reuse) is called once per buffer
+//     type; GK_ALLOC_NO_REUSE=1 makes the planner keep every tensor to the end.
+//     Views are pointed into their bases.
 //
 // With one backend this is one split, no staging, and the same kernels in the same order
 // as cpu::compute: the results are the same bits.
@@ -43,16 +53,16 @@
 #include <utility>
 #include <vector>
 
+#include "gk/alloc.hpp"
 #include "gk/backend.hpp"
 #include "gk/graph.hpp"
 
 namespace gk {
 
-// Placement: give every tensor in `ts` storage in memory of type `buft` (init_tensor into
-// buffers it allocates) and return the buffer that holds them; the scheduler keeps it
-// alive while the plan stands. `ts` lists tensors in the order they are first written.
-// This is the seam for the graph allocator (alloc.hpp): a place_fn that reuses memory by
-// lifetimes replaces place_in_one_buffer without touching the scheduler.
+// Placement without lifetimes: give every tensor in `ts` storage in memory of type `buft`
+// (init_tensor into buffers it allocates) and return the buffer that holds them; the
+// scheduler keeps it alive while the plan stands. `ts` lists tensors in the order they are
+// first written. The scheduler's own placement (no place_fn) plans lifetimes instead.
 using place_fn = std::function<std::unique_ptr<backend_buffer>(std::span<tensor* const> ts, buffer_type& buft)>;
 
 // The minimal placement: every tensor its own aligned slice of one buffer, no reuse.
@@ -218,9 +228,16 @@ class sched {
   };
 
   // backends in priority order; the last one is the fallback and must address host
-  // memory (the CPU). place gives storage to what the scheduler must place.
-  explicit sched(std::vector<backend*> backends, place_fn place = place_in_one_buffer)
-      : backends_(std::move(backends)), place_(std::move(place)) {
+  // memory (the CPU). Storage is planned by lifetimes with `opt` (by default as the
+  // environment says: GK_ALLOC_NO_REUSE=1 keeps every tensor to the end), or given by
+  // `place` (place_in_one_buffer: no reuse).
+  explicit sched(std::vector<backend*> backends, alloc_options opt = alloc_options::from_env())
+      : sched(std::move(backends), place_fn{}, opt) {}
+  sched(std::vector<backend*> backends, place_fn place) : sched(std::move(backends), std::move(place), {}) {}
+
+ private:
+  sched(std::vector<backend*> backends, place_fn place, alloc_options opt)
+      : backends_(std::move(backends)), place_(std::move(place)), alloc_opt_(opt) {
     if (backends_.empty()) throw error("gk: sched: needs at least one backend (the CPU, last)");
     for (backend* b : backends_)
       if (!b) throw error("gk: sched: a backend in the list is null");
@@ -228,6 +245,8 @@ class sched {
       throw error("gk: sched: the last backend (" + std::string(backends_.back()->name()) +
                   ") must address host memory: it is the fallback for every op the others refuse");
   }
+
+ public:
   sched(const sched&) = delete;
   sched& operator=(const sched&) = delete;
 
@@ -294,6 +313,18 @@ class sched {
   }
   int n_copies_last() const noexcept { return copies_last_; }
   const std::vector<std::unique_ptr<backend_buffer>>& buffers() const noexcept { return buffers_; }
+
+  // Bytes per memory the last plan used: `peak` is the buffer allocated; `separate` is one
+  // allocation per tensor (what place_in_one_buffer would take, in-place results counted
+  // too); `live_peak` the most bytes live at once (peak's floor). With a place_fn all three
+  // are the buffers' sizes.
+  struct memory_use {
+    const buffer_type* memory;
+    std::size_t peak, separate, live_peak;
+  };
+  const std::vector<memory_use>& memory_uses() const noexcept { return uses_; }
+  // The planner's result (empty with a place_fn): slots per tensor, reused storage.
+  const alloc_plan& storage_plan() const noexcept { return plan_; }
 
  private:
   // Applies a split's source swaps for its lifetime.
@@ -401,24 +432,12 @@ class sched {
       }
     }
 
-    // step 5: place (staging headers were queued above; node outputs and inputs now)
-    auto queue = [&](buffer_type& bt, tensor* t) {
-      auto& v = to_place_[&bt];
-      v.push_back(t);
-    };
-    for (std::size_t k = 0; k < nodes.size(); ++k) {
-      tensor* n = nodes[k];
-      if (!n->view_src && !n->data) queue(memory_of_backend(assigned_.backend[k]), n);
+    // step 5: place
+    if (place_) {
+      place_each_buffer_type(nodes);
+    } else {
+      place_planned(g, nodes);
     }
-    for (tensor* leaf : unplaced_leafs_) queue(memory_of_backend(leaf_backend_[leaf]), leaf);
-    for (auto& [bt, ts] : to_place_) {
-      // outputs and inputs first, staging after: the order tensors are first written in
-      std::stable_partition(ts.begin(), ts.end(), [&](tensor* t) { return !is_header(t); });
-      buffers_.push_back(place_(ts, *bt));
-      for (tensor* t : ts)
-        if (!is_header(t)) placed_.push_back(t);
-    }
-    to_place_.clear();
     for (tensor* n : nodes) point_view(n);
     for (tensor* l : g.leafs()) point_view(l);
 
@@ -437,6 +456,121 @@ class sched {
     for (split& s : splits_) {
       swapped on(s.swaps);
       for (int k = s.first; k < s.last; ++k) s.g.build_forward_expand(nodes[static_cast<std::size_t>(k)]);
+    }
+  }
+
+  // step 5 with a place_fn: staging headers were queued in step 4; node outputs and inputs now.
+  void place_each_buffer_type(std::span<tensor* const> nodes) {
+    auto queue = [&](buffer_type& bt, tensor* t) { to_place_[&bt].push_back(t); };
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      tensor* n = nodes[k];
+      if (!n->view_src && !n->data) queue(memory_of_backend(assigned_.backend[k]), n);
+    }
+    for (tensor* leaf : unplaced_leafs_) queue(memory_of_backend(leaf_backend_[leaf]), leaf);
+    for (auto& [bt, ts] : to_place_) {
+      // outputs and inputs first, staging after: the order tensors are first written in
+      std::stable_partition(ts.begin(), ts.end(), [&](tensor* t) { return !is_header(t); });
+      buffers_.push_back(place_(ts, *bt));
+      uses_.push_back({bt, buffers_.back()->size, buffers_.back()->size, buffers_.back()->size});
+      for (tensor* t : ts)
+        if (!is_header(t)) placed_.push_back(t);
+    }
+    to_place_.clear();
+  }
+
+  // step 5 by lifetimes: the execution order as steps for plan_steps (see the top).
+  void place_planned(const graph& g, std::span<tensor* const> nodes) {
+    to_place_.clear();  // step 4's queue is for a place_fn; the steps below say the same
+    std::vector<buffer_type*> mems;                 // memory index -> buffer type
+    std::unordered_map<const tensor*, int> where;   // tensor to place -> memory index
+    auto index_of = [&](buffer_type& bt) {
+      auto it = std::find(mems.begin(), mems.end(), &bt);
+      if (it != mems.end()) return static_cast<int>(it - mems.begin());
+      mems.push_back(&bt);
+      return static_cast<int>(mems.size()) - 1;
+    };
+    std::vector<tensor*> to_place;  // every tensor the scheduler gives storage to
+    for (std::size_t k = 0; k < nodes.size(); ++k)
+      if (!nodes[k]->view_src && !nodes[k]->data) {
+        where[nodes[k]] = index_of(memory_of_backend(assigned_.backend[k]));
+        to_place.push_back(nodes[k]);
+      }
+    for (tensor* leaf : unplaced_leafs_) {
+      where[leaf] = index_of(memory_of_backend(leaf_backend_[leaf]));
+      to_place.push_back(leaf);
+    }
+
+    alloc_sequence seq;
+    seq.steps.reserve(nodes.size() + static_cast<std::size_t>(n_copies()));
+    std::map<std::pair<const tensor*, int>, tensor*> staged_read;  // (node, src slot) -> staging tensor
+    for (const split& s : splits_) {
+      const int m = index_of(memory_of_backend(s.backend));
+      for (const copy_step& c : s.copies) {
+        if (!where.count(c.dst)) to_place.push_back(c.dst);
+        where[c.dst] = m;
+        alloc_step st;
+        st.out = c.dst;
+        st.reads[0] = const_cast<tensor*>(c.src);  // read only; the planner counts, never writes
+        st.copy = true;
+        seq.steps.push_back(st);
+      }
+      for (const swap_step& w : s.swaps) staged_read[{w.node, w.slot}] = w.replacement;  // staging only so far
+      for (int k = s.first; k < s.last; ++k) {
+        tensor* n = nodes[static_cast<std::size_t>(k)];
+        alloc_step st;
+        st.out = n;
+        for (int j = 0; j < max_src; ++j) {
+          auto it = staged_read.find({n, j});
+          st.reads[static_cast<std::size_t>(j)] = it != staged_read.end() ? it->second : n->src[j];
+        }
+        st.inplace = inplace_safe(n);
+        seq.steps.push_back(st);
+      }
+    }
+    seq.inputs = unplaced_leafs_;
+    if (!nodes.empty()) seq.keep.push_back(nodes.back());
+    for (tensor* t : g.leafs())
+      if (t->flags & (flag_input | flag_output)) seq.keep.push_back(t);
+    for (tensor* n : nodes)
+      if (n->flags & (flag_input | flag_output)) seq.keep.push_back(n);
+
+    memory_layout layout;
+    auto memory = [&](const tensor* t) {
+      auto it = where.find(t);
+      if (it == where.end())
+        throw error("gk: sched: the planner asked for the memory of " + describe(t) +
+                    ", which the scheduler does not place (a bug in the scheduler's steps)");
+      return it->second;
+    };
+    layout.memory_of = memory;
+    layout.size_of = [&](const tensor* t) { return mems[static_cast<std::size_t>(memory(t))]->alloc_size(t); };
+    for (buffer_type* bt : mems) layout.alignment.push_back(bt->alignment());
+    plan_ = plan_steps(seq, alloc_opt_, layout, nullptr);
+
+    // one buffer per memory, the planned peak; an empty tensor (no slot) goes at its start
+    std::vector<backend_buffer*> bufs(mems.size(), nullptr);
+    auto buffer = [&](std::size_t m) {
+      if (!bufs[m]) {
+        const std::size_t bytes = m < plan_.peak.size() ? plan_.peak[m] : 0;
+        buffers_.push_back(mems[m]->alloc_buffer(bytes));
+        bufs[m] = buffers_.back().get();
+        uses_.push_back({mems[m], bytes, m < plan_.separate.size() ? plan_.separate[m] : 0,
+                         m < plan_.live_peak.size() ? plan_.live_peak[m] : 0});
+      }
+      return bufs[m];
+    };
+    for (std::size_t m = 0; m < mems.size(); ++m)
+      if (m < plan_.peak.size() && plan_.peak[m]) buffer(m);
+    for (tensor* t : to_place) {
+      auto s = plan_.slots.find(t);
+      if (s != plan_.slots.end()) {
+        buffer(static_cast<std::size_t>(s->second.memory))->init_tensor(t, s->second.offset);
+      } else if (t->is_empty()) {
+        buffer(static_cast<std::size_t>(where.at(t)))->init_tensor(t, 0);
+      } else {
+        throw error("gk: sched: the planner gave no storage to " + describe(t));
+      }
+      if (!is_header(t)) placed_.push_back(t);
     }
   }
 
@@ -483,13 +617,16 @@ class sched {
     unplaced_leafs_.clear();
     staging_.clear();
     assigned_ = {};
+    plan_ = {};
+    uses_.clear();
     moved_ = 0;
     planned_ = nullptr;
     planned_nodes_ = -1;
   }
 
   std::vector<backend*> backends_;
-  place_fn place_;
+  place_fn place_;  // empty: plan lifetimes with alloc_opt_
+  alloc_options alloc_opt_;
   std::unordered_map<const tensor*, int> user_pins_;
 
   const graph* planned_ = nullptr;
@@ -506,6 +643,8 @@ class sched {
   std::map<buffer_type*, std::vector<tensor*>> to_place_;
   std::vector<std::unique_ptr<backend_buffer>> buffers_;
   std::vector<tensor*> placed_;  // caller's tensors given storage here
+  alloc_plan plan_;
+  std::vector<memory_use> uses_;
   int copies_last_ = 0;
 };
 

@@ -6,9 +6,12 @@
 //    missing staging copy is an error, not a silent host read.
 //  - device_buffer_type: memory that reports itself as device memory (is_host false) but
 //    is backed by host RAM; it counts the host<->device copies made into and out of it,
-//    and can drop the n-th host->device copy (the planted control for staging).
+//    and can drop the n-th host->device copy (the planted control for staging);
+//  - differing_kept_nodes: the bit comparison under planned lifetimes, over the nodes
+//    whose storage was never reused; print_memory_uses: each memory's peak and no-reuse size.
 #pragma once
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -123,6 +126,35 @@ inline std::int64_t differing_nodes(const std::vector<std::vector<unsigned char>
   std::int64_t bad = 0;
   for (std::size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
   return bad;
+}
+
+// Under planned lifetimes only some nodes keep their own bytes to the end: a node whose
+// storage (its view base's, for a view) was released or handed on in place (plan.reused)
+// may hold a later tensor's bytes. Counts the kept nodes whose bytes differ from `want`;
+// `compared` gets how many were compared. An empty plan (a place_fn) keeps every node.
+inline std::int64_t differing_kept_nodes(const std::vector<std::vector<unsigned char>>& want,
+                                         const std::vector<std::vector<unsigned char>>& got, const gk::graph& g,
+                                         const gk::alloc_plan& plan, int* compared = nullptr) {
+  if (want.size() != got.size() || want.size() != static_cast<std::size_t>(g.n_nodes())) return -1;
+  std::int64_t bad = 0;
+  int n = 0;
+  for (int i = 0; i < g.n_nodes(); ++i) {
+    const gk::tensor* t = g.node(i);
+    if (plan.reused.count(t->view_src ? t->view_src : t)) continue;
+    ++n;
+    bad += want[static_cast<std::size_t>(i)] != got[static_cast<std::size_t>(i)];
+  }
+  if (compared) *compared = n;
+  return bad;
+}
+
+// One line per memory: the planned buffer against one allocation per tensor.
+inline void print_memory_uses(const std::string& label, const gk::sched& sc) {
+  for (const auto& u : sc.memory_uses())
+    std::printf("%s: %s memory peak %zu bytes (most live at once %zu), no reuse %zu bytes: %.2fx\n", label.c_str(),
+                std::string(u.memory->name()).c_str(), u.peak, u.live_peak, u.separate,
+                u.peak ? static_cast<double>(u.separate) / static_cast<double>(u.peak) : 0.0);
+  std::fflush(stdout);
 }
 
 // Moves a tensor that has host data into a fresh buffer of `buft` (set_tensor of its bytes).

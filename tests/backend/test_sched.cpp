@@ -7,11 +7,19 @@
 //    the one worked out by hand, and the results are the CPU's bits. Planted control: a
 //    device that drops one staging copy must fail the same comparison;
 //  - smoothing moves a lone node and never a pinned one. Planted control: the same
-//    smoothing with the pins ignored must fail the pin check.
+//    smoothing with the pins ignored must fail the pin check;
+//  - placement by lifetimes (step 5: the graph allocator's planner over the execution
+//    order, staging copies included, one free list and one buffer per memory): the CPU's
+//    bits on every node that keeps its bytes (the output always), each memory's peak below
+//    one allocation per tensor (printed). Planted controls: a staged source released
+//    before its copy runs, and a staging tensor released one reader early, must fail the
+//    same bit check. On one backend, a 12-layer graph's peak is graph_allocator's.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../common/transformer_block.hpp"
@@ -127,6 +135,36 @@ std::vector<std::vector<unsigned char>> small_reference() {
   return gk_test::snapshot(ref.g);
 }
 
+// The sched's bits against the definition on every node that keeps its own bytes (under
+// planned lifetimes a released node's bytes are a later tensor's); the last node is always
+// kept, so it is always compared.
+std::int64_t differing(const std::vector<std::vector<unsigned char>>& want, const graph& g, const sched& sc) {
+  int compared = 0;
+  const auto d = gk_test::differing_kept_nodes(want, gk_test::snapshot(g), g, sc.storage_plan(), &compared);
+  const tensor* last = g.node(g.n_nodes() - 1);
+  CHECK(sc.storage_plan().reused.count(last->view_src ? last->view_src : last) == 0);
+  CHECK(compared >= 1);
+  return d;
+}
+
+// The two placements: lifetimes planned (reuse), and place_in_one_buffer (no reuse).
+enum class placement { planned, one_buffer };
+std::unique_ptr<sched> make_sched(std::vector<backend*> bs, placement pl, alloc_options o = {}) {
+  if (pl == placement::one_buffer) return std::make_unique<sched>(std::move(bs), place_in_one_buffer);
+  return std::make_unique<sched>(std::move(bs), o);
+}
+const char* label(placement pl) { return pl == placement::planned ? "lifetimes planned" : "place_in_one_buffer"; }
+
+// Each memory's planned peak strictly below one allocation per tensor.
+void check_peaks_below_separate(const sched& sc) {
+  REQUIRE(!sc.memory_uses().empty());
+  for (const auto& u : sc.memory_uses()) {
+    INFO(u.memory->name() << " memory: peak " << u.peak << ", no reuse " << u.separate);
+    CHECK(u.peak < u.separate);
+    CHECK(u.live_peak <= u.peak);
+  }
+}
+
 struct split_shape {
   std::string backend;
   int first, last, copies;
@@ -156,18 +194,25 @@ TEST_CASE("one backend: one split, the same bits as cpu::compute on a transforme
     for (bool flash : {true, false}) {
       INFO(name(wt) << (flash ? " flash attention" : " soft_max attention"));
       const auto want = cpu_reference(wt, flash);
-      block_case c(wt, flash, false);
-      cpu_backend cpu(2);
-      sched sc({&cpu});
-      sc.alloc_graph(c.g);
-      poison(c.g);
-      sc.compute(c.g);
-      CHECK(sc.splits().size() == 1);
-      CHECK(sc.n_copies() == 0);
-      CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);
-      poison(c.g);
-      sc.compute(c.g);  // the plan is reused; the bits stay
-      CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);
+      for (placement pl : {placement::planned, placement::one_buffer}) {
+        INFO(label(pl));
+        block_case c(wt, flash, false);
+        cpu_backend cpu(2);
+        auto scp = make_sched({&cpu}, pl);
+        sched& sc = *scp;
+        sc.alloc_graph(c.g);
+        poison(c.g);
+        sc.compute(c.g);
+        CHECK(sc.splits().size() == 1);
+        CHECK(sc.n_copies() == 0);
+        CHECK(sc.buffers().size() == 1);  // one memory, one buffer
+        CHECK(differing(want, c.g, sc) == 0);
+        if (pl == placement::planned) check_peaks_below_separate(sc);
+        else CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);  // no reuse: every node
+        poison(c.g);
+        sc.compute(c.g);  // the plan is reused; the bits stay
+        CHECK(differing(want, c.g, sc) == 0);
+      }
     }
   }
   // a graph whose nodes already have context memory: all pinned there (rule 1), one split
@@ -179,7 +224,7 @@ TEST_CASE("one backend: one split, the same bits as cpu::compute on a transforme
   CHECK(sc.splits().size() == 1);
   CHECK(sc.buffers().size() == 0);  // nothing to place
   CHECK(sc.pinned(c.g.node(0)) == pin::memory);
-  CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);
+  CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);  // placed by the context: all kept
 }
 
 TEST_CASE("a backend that refuses one op: the exact splits, no copies, the CPU's bits", "[sched]") {
@@ -200,7 +245,7 @@ TEST_CASE("a backend that refuses one op: the exact splits, no copies, the CPU's
   poison(c.g);
   sc.compute(c.g);
   CHECK(wrap.graphs == 2);
-  CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);
+  CHECK(differing(want, c.g, sc) == 0);
 
   // a pin set after planning re-plans the same graph from its unplaced state: y joins s
   sc.set_backend(c.y, &cpu);
@@ -208,13 +253,14 @@ TEST_CASE("a backend that refuses one op: the exact splits, no copies, the CPU's
   sc.compute(c.g);
   CHECK(shapes(sc) == std::vector<split_shape>{{"WRAP", 0, 1, 0}, {"CPU", 1, 3, 0}, {"WRAP", 3, 7, 0}});
   CHECK(sc.pinned(c.z) == pin::none);  // its old placement was given back, not taken for rule 1
-  CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);
+  CHECK(differing(want, c.g, sc) == 0);
 }
 
 TEST_CASE("device memory: every crossing is staged, counted, and gives the CPU's bits", "[sched][staging]") {
   const auto want = small_reference();
+  for (placement pl : {placement::planned, placement::one_buffer})
   for (bool drop_one : {false, true}) {
-    INFO((drop_one ? "planted control: the device drops its first staging write" : "faithful device"));
+    INFO(label(pl) << (drop_one ? ", planted control: the device drops its first staging write" : ", faithful device"));
     small_graph c(false);
     device_buffer_type dev_mem;
     auto weights = gk_test::move_to(dev_mem, {c.w1, c.w2, c.w3});
@@ -222,7 +268,8 @@ TEST_CASE("device memory: every crossing is staged, counted, and gives the CPU's
     dev_mem.drop_set = drop_one ? 0 : -1;
     test_backend dev("DEV", dev_mem, op::soft_max);
     test_backend host("HOSTCPU", host_buffer_type());  // the CPU, checking it reads host memory only
-    sched sc({&dev, &host});
+    auto scp = make_sched({&dev, &host}, pl);
+    sched& sc = *scp;
     sc.alloc_graph(c.g);
     // node order h s y x8 z u out. h: w1 on DEV (rule 2). s: DEV refuses soft_max (rule 4,
     // HOSTCPU). y: w2 on DEV (rule 2). x8: a view of the host input (rule 1, HOSTCPU).
@@ -241,11 +288,16 @@ TEST_CASE("device memory: every crossing is staged, counted, and gives the CPU's
     CHECK(dev_mem.gets == 3);
     CHECK(dev.graphs == 3);
     CHECK(host.graphs == 3);
-    const auto got = gk_test::snapshot(c.g);  // snapshot reads DEV nodes through get_tensor
+    CHECK(sc.buffers().size() == 2);  // one per memory
+    // snapshot reads DEV nodes through get_tensor
     if (drop_one) {
-      CHECK(gk_test::differing_nodes(want, got) > 0);
+      CHECK(differing(want, c.g, sc) > 0);
     } else {
-      CHECK(gk_test::differing_nodes(want, got) == 0);
+      CHECK(differing(want, c.g, sc) == 0);
+      if (pl == placement::planned) {
+        gk_test::print_memory_uses("small graph over DEV and host", sc);
+        check_peaks_below_separate(sc);
+      }
     }
   }
 }
@@ -265,7 +317,7 @@ TEST_CASE("a transformer block over device memory: the CPU's bits, every copy on
         dev_mem.drop_set = drop_one ? 0 : -1;
         test_backend dev("DEV", dev_mem, refused);
         test_backend host("HOSTCPU", host_buffer_type());
-        sched sc({&dev, &host});
+        sched sc({&dev, &host}, alloc_options{});
         sc.alloc_graph(c.g);
         poison(c.g);
         sc.compute(c.g);
@@ -276,9 +328,17 @@ TEST_CASE("a transformer block over device memory: the CPU's bits, every copy on
         CHECK(sc.n_copies_last() == sc.n_copies());
         CHECK(transfers == sc.n_copies());  // DEV<->host only: each staging copy is one transfer
         CHECK(dev.graphs >= 2);
-        const auto got = gk_test::snapshot(c.g);
-        if (drop_one) CHECK(gk_test::differing_nodes(want, got) > 0);
-        else CHECK(gk_test::differing_nodes(want, got) == 0);
+        CHECK(sc.buffers().size() == 2);  // one per memory
+        if (drop_one) {
+          CHECK(differing(want, c.g, sc) > 0);
+        } else {
+          CHECK(differing(want, c.g, sc) == 0);
+          gk_test::print_memory_uses(std::string("block over DEV and host, ") + (flash ? "flash" : "soft_max") +
+                                         ", DEV refuses " +
+                                         std::string(refused == op::count ? std::string_view("nothing") : name(refused)),
+                                     sc);
+          check_peaks_below_separate(sc);
+        }
       }
     }
   }
@@ -400,4 +460,276 @@ TEST_CASE("the scheduler says what is wrong", "[sched][errors]") {
   // the set_rows result is a view of the host cache: DEV cannot write it
   sc.set_backend(c.n1, &dev);
   CHECK_THROWS_WITH(sc.alloc_graph(c.g), Catch::Contains("cannot address the CPU memory") && Catch::Contains("set_rows"));
+}
+
+namespace {
+
+int liveness_conflicts(const graph& g, const sched& sc);
+
+// The block over DEV and host memory, weights on DEV, planned with `o`; returns how many kept
+// nodes differ from the CPU's bits.
+std::int64_t block_over_dev(bool flash, op refused, alloc_options o, const std::vector<std::vector<unsigned char>>& want,
+                            int* conflicts = nullptr) {
+  block_case c(type::q4_K, flash, false);
+  device_buffer_type dev_mem;
+  auto weights = gk_test::move_to(dev_mem, {c.w.attn_norm, c.w.wq, c.w.wk, c.w.wv, c.w.wo, c.w.ffn_norm, c.w.w_gate,
+                                            c.w.w_up, c.w.w_down});
+  test_backend dev("DEV", dev_mem, refused);
+  test_backend host("HOSTCPU", host_buffer_type());
+  sched sc({&dev, &host}, o);
+  sc.alloc_graph(c.g);
+  if (conflicts) *conflicts = liveness_conflicts(c.g, sc);
+  poison(c.g);
+  sc.compute(c.g);
+  return differing(want, c.g, sc);
+}
+
+std::int64_t small_over_dev(alloc_options o, const std::vector<std::vector<unsigned char>>& want,
+                            int* conflicts = nullptr) {
+  small_graph c(false);
+  device_buffer_type dev_mem;
+  auto weights = gk_test::move_to(dev_mem, {c.w1, c.w2, c.w3});
+  test_backend dev("DEV", dev_mem, op::soft_max);
+  test_backend host("HOSTCPU", host_buffer_type());
+  sched sc({&dev, &host}, o);
+  sc.alloc_graph(c.g);
+  if (conflicts) *conflicts = liveness_conflicts(c.g, sc);
+  poison(c.g);
+  sc.compute(c.g);
+  return differing(want, c.g, sc);
+}
+
+// Independent of the planner: the scheduler's execution order rebuilt from its splits (each
+// split's copies, then its nodes reading through the swaps: a staging tensor where swapped
+// in, else the source itself, proxies included), every slot's lifetime [first write, last
+// read of its storage] (inputs from the start; the last node and what nothing reads to the
+// end), then any two slots of one memory sharing bytes must not be alive at once, except a
+// node taking its first source's slot in place at that source's last read.
+// Returns the number of conflicting pairs.
+int liveness_conflicts(const graph& g, const sched& sc) {
+  const alloc_plan& p = sc.storage_plan();
+  struct step {
+    const tensor* out;
+    std::vector<const tensor*> reads;
+  };
+  std::vector<step> order;
+  for (const auto& s : sc.splits()) {
+    for (const auto& c : s.copies) order.push_back({c.dst, {c.src}});
+    for (int k = s.first; k < s.last; ++k) {
+      const tensor* n = g.node(k);
+      step st{n, {}};
+      for (int j = 0; j < max_src; ++j) {
+        const tensor* r = n->src[j];
+        for (const auto& w : s.swaps)
+          if (w.node == n && w.slot == j && p.slots.count(w.replacement)) r = w.replacement;  // staging
+        st.reads.push_back(r);
+      }
+      order.push_back(st);
+    }
+  }
+  const int end = static_cast<int>(order.size());
+  auto base = [](const tensor* t) { return t->view_src ? t->view_src : t; };
+  std::unordered_map<const tensor*, int> first, last;
+  std::unordered_set<const tensor*> read;
+  for (int i = 0; i < end; ++i) {
+    if (!first.count(order[static_cast<std::size_t>(i)].out)) first[order[static_cast<std::size_t>(i)].out] = i;
+    for (const tensor* r : order[static_cast<std::size_t>(i)].reads)
+      if (r) {
+        last[base(r)] = i;
+        read.insert(r);
+      }
+  }
+  for (const tensor* n : g.nodes())
+    if (!read.count(n)) last[base(n)] = end;
+  last[base(g.node(g.n_nodes() - 1))] = end;
+  struct life {
+    const tensor* t;
+    int from, to;
+    alloc_plan::slot s;
+  };
+  std::vector<life> lives;
+  for (auto& [t, sl] : p.slots) {
+    const int from = first.count(t) ? first.at(t) : -1;
+    const int to = from < 0 ? end : (last.count(t) ? last.at(t) : end);
+    lives.push_back({t, from, std::max(to, from), sl});
+  }
+  int conflicts = 0;
+  for (std::size_t a = 0; a < lives.size(); ++a)
+    for (std::size_t b = a + 1; b < lives.size(); ++b) {
+      const auto& x = lives[a];
+      const auto& y = lives[b];
+      if (x.s.memory != y.s.memory || x.s.offset + x.s.size <= y.s.offset || y.s.offset + y.s.size <= x.s.offset)
+        continue;
+      const auto& early = x.from <= y.from ? x : y;
+      const auto& late = x.from <= y.from ? y : x;
+      const bool in_place = late.from == early.to && early.s.offset == late.s.offset && late.from >= 0 &&
+                            order[static_cast<std::size_t>(late.from)].reads[0] == early.t;
+      if (early.to >= late.from && !in_place) ++conflicts;
+    }
+  return conflicts;
+}
+
+alloc_options with_fault(planted_fault f) {
+  alloc_options o;
+  o.fault = f;
+  return o;
+}
+
+}  // namespace
+
+// A lifetime one step too short across memories puts a later tensor over bytes still to be
+// copied or read. The same bit check that passes on the faithful plan must fail on each
+// (the slots named were read off the plans):
+//  - staging_one_read_early: the small graph's x is staged to DEV once and read by h
+//    (split 0) and u (split 4); released after h, its slot takes s's staging copy in
+//    split 2, so u = w3 s. In the block with glu refused on DEV, the gate and up matmul
+//    outputs are each staged to the host for glu; each staging tensor released at its fill,
+//    up's copy lands in gate's slot and glu reads up twice.
+//  - copy_reads_ignored: with glu refused on DEV, the gate matmul's output is read only by
+//    its staging copy to the host; released as soon as written, the up matmul (same size,
+//    same split) takes its slot before the copy runs, so again glu reads up twice.
+TEST_CASE("planted controls: a staged source or staging tensor released early breaks the bits", "[sched][staging][control]") {
+  const auto small_want = small_reference();
+  int conflicts = -1;
+  CHECK(small_over_dev(alloc_options{}, small_want, &conflicts) == 0);
+  CHECK(conflicts == 0);
+  CHECK(small_over_dev(with_fault(planted_fault::staging_one_read_early), small_want, &conflicts) > 0);
+  CHECK(conflicts > 0);  // the independent liveness check sees it too
+  for (bool flash : {true, false}) {
+    INFO((flash ? "flash" : "soft_max") << " attention");
+    const auto want = cpu_reference(type::q4_K, flash);
+    for (op refused : {op::count, op::glu, op::rms_norm, op::mul}) {
+      INFO("faithful plan, DEV refuses " << (refused == op::count ? std::string_view("nothing") : name(refused)));
+      CHECK(block_over_dev(flash, refused, alloc_options{}, want, &conflicts) == 0);
+      CHECK(conflicts == 0);
+    }
+    for (auto f : {planted_fault::staging_one_read_early, planted_fault::copy_reads_ignored}) {
+      INFO((f == planted_fault::copy_reads_ignored ? "copy reads ignored" : "staging released one read early"));
+      CHECK(block_over_dev(flash, op::glu, with_fault(f), want, &conflicts) > 0);
+      CHECK(conflicts > 0);
+    }
+  }
+}
+
+TEST_CASE("no reuse: each memory's buffer is one allocation per tensor, every node the CPU's bits", "[sched][staging]") {
+  const auto want = cpu_reference(type::q4_K, true);
+  block_case c(type::q4_K, true, false);
+  device_buffer_type dev_mem;
+  auto weights = gk_test::move_to(dev_mem, {c.w.attn_norm, c.w.wq, c.w.wk, c.w.wv, c.w.wo, c.w.ffn_norm, c.w.w_gate,
+                                            c.w.w_up, c.w.w_down});
+  test_backend dev("DEV", dev_mem, op::glu);
+  test_backend host("HOSTCPU", host_buffer_type());
+  alloc_options o;
+  o.reuse = o.inplace = false;  // what GK_ALLOC_NO_REUSE=1 gives (alloc_options::from_env)
+  sched sc({&dev, &host}, o);
+  sc.alloc_graph(c.g);
+  poison(c.g);
+  sc.compute(c.g);
+  REQUIRE(sc.memory_uses().size() == 2);
+  for (const auto& u : sc.memory_uses()) CHECK(u.peak == u.separate);
+  CHECK(sc.storage_plan().reused.empty());
+  CHECK(gk_test::differing_nodes(want, gk_test::snapshot(c.g)) == 0);  // every node kept
+}
+
+TEST_CASE("one backend, 12 layers: the scheduler's peak is graph_allocator's, the same bits", "[sched][transformer]") {
+  for (bool flash : {false, true}) {
+    INFO((flash ? "flash" : "soft_max") << " attention");
+    context wctx{context_params{64u << 20}};
+    std::mt19937 rng(42);
+    gk_test::block_dims bd;
+    bd.tokens = 9;
+    bd.n_past = 4;
+    std::vector<gk_test::block_tensors<tensor*>> layers;
+    for (int l = 0; l < 12; ++l) layers.push_back(make_block(wctx, bd, type::q8_0, rng));
+    auto build = [&](context& c, graph& g) {
+      gk_test::gk_lib lib{c};
+      tensor* x = layers[0].x;
+      for (auto w : layers) {
+        w.x = x;
+        x = gk_test::build_block(lib, bd, w, flash);
+      }
+      g.build_forward_expand(x);
+      return x;
+    };
+    context ref_ctx{context_params{128u << 20}};
+    graph ref_g;
+    const tensor* ref_out = build(ref_ctx, ref_g);
+    cpu::compute(ref_g, 2);
+    const auto* rp = static_cast<const unsigned char*>(ref_out->data);
+    const std::vector<unsigned char> want(rp, rp + ref_out->nbytes());
+
+    context plan_ctx{context_params{16u << 20, nullptr, true}};
+    graph g;
+    const tensor* out = build(plan_ctx, g);
+    graph_allocator ga(alloc_options{});
+    const alloc_plan alone = ga.plan(g);  // plans only: g keeps no data
+    cpu_backend cpu(2);
+    sched sc({&cpu}, alloc_options{});
+    sc.alloc_graph(g);
+    REQUIRE(sc.memory_uses().size() == 1);
+    const auto& u = sc.memory_uses()[0];
+    std::printf("12 layers, d=256 9 tokens, %s, one CPU backend: sched peak %zu bytes, graph_allocator peak %zu "
+                "bytes, no reuse %zu bytes\n",
+                flash ? "flash" : "soft_max", u.peak, alone.peak[0], u.separate);
+    std::fflush(stdout);
+    CHECK(liveness_conflicts(g, sc) == 0);
+    CHECK(u.peak == alone.peak[0]);  // the same steps, the same 64-byte alignment: the same plan
+    CHECK(u.separate == alone.separate_bytes);
+    sc.compute(g);
+    const auto* p = static_cast<const unsigned char*>(out->data);
+    CHECK(std::vector<unsigned char>(p, p + out->nbytes()) == want);
+  }
+}
+
+TEST_CASE("the default placement follows GK_ALLOC_NO_REUSE", "[sched][env]") {
+  block_case c(type::q8_0, true, false);
+  cpu_backend cpu(2);
+  sched sc({&cpu});  // alloc_options::from_env()
+  sc.alloc_graph(c.g);
+  REQUIRE(sc.memory_uses().size() == 1);
+  const auto& u = sc.memory_uses()[0];
+  std::printf("default placement (GK_ALLOC_NO_REUSE=%d): peak %zu bytes, no reuse %zu bytes\n",
+              debug::env().alloc_no_reuse ? 1 : 0, u.peak, u.separate);
+  if (debug::env().alloc_no_reuse) CHECK(u.peak == u.separate);
+  else CHECK(u.peak < u.separate);
+}
+
+// An input with no storage goes where its first reader runs (DEV here: h = w1 x sits by its
+// weight), gets a slot that is never released, and the caller fills it after alloc_graph.
+TEST_CASE("an input without storage is placed in its first reader's memory and kept", "[sched][staging]") {
+  std::mt19937 rng(3);
+  context ctx{context_params{4u << 20}};
+  tensor* w1 = ctx.new_tensor_2d(type::f32, 32, 16);
+  tensor* x_data = ctx.new_tensor_2d(type::f32, 32, 4);  // the input's bytes, on the host
+  gk_test::fill_random(w1, rng);
+  gk_test::fill_random(x_data, rng);
+  auto build = [&](context& c, tensor* x, graph& g) {
+    tensor* h = mul_mat(c, w1, x);
+    tensor* s = soft_max(c, h);
+    tensor* t = mul_mat(c, w1, x);  // x read again after the host split: it must still be there
+    g.build_forward_expand(add(c, s, t));
+  };
+  graph ref_g;
+  build(ctx, x_data, ref_g);
+  cpu::compute(ref_g, 2);
+  const auto want = gk_test::snapshot(ref_g);
+
+  device_buffer_type dev_mem;
+  auto weights = gk_test::move_to(dev_mem, {w1});
+  ctx.set_no_alloc(true);
+  tensor* x = ctx.new_tensor_2d(type::f32, 32, 4);
+  graph g;
+  build(ctx, x, g);
+  test_backend dev("DEV", dev_mem, op::soft_max);
+  test_backend host("HOSTCPU", host_buffer_type());
+  sched sc({&dev, &host}, alloc_options{});
+  sc.alloc_graph(g);
+  REQUIRE(memory_of(x) == &dev_mem);
+  CHECK(sc.storage_plan().slots.count(x) == 1);
+  CHECK(sc.storage_plan().reused.count(x) == 0);
+  CHECK(liveness_conflicts(g, sc) == 0);
+  buffer_of(x)->set_tensor(x, x_data->data, 0, x->nbytes());
+  poison(g);
+  sc.compute(g);
+  CHECK(differing(want, g, sc) == 0);
 }
