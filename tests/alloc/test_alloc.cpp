@@ -23,19 +23,7 @@ using namespace gk;
 
 namespace {
 
-void fill_random(tensor* t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> row(static_cast<std::size_t>(t->ne[0]));
-  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
-    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
-      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
-        for (auto& v : row) v = u(rng);
-        cpu::row_writer w(t, row.data());
-        float* d = w.begin(i1, i2, i3);
-        if (d != row.data()) std::memcpy(d, row.data(), row.size() * 4);
-        w.commit();
-      }
-}
+using gk_test::fill_random;
 
 std::vector<unsigned char> bytes_of(const tensor* t) {
   const auto* p = static_cast<const unsigned char*>(t->data);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/transformer_block.hpp"
 #include "gk/backend.hpp"
 #include "gk/backends/cpu.hpp"
 #include "gk/gk.hpp"
@@ -94,39 +95,6 @@ class test_backend final : public gk::backend {
   gk::cpu::runner runner_;
 };
 
-inline void fill_random(gk::tensor* t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> row(static_cast<std::size_t>(t->ne[0]));
-  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
-    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
-      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
-        for (auto& v : row) v = u(rng);
-        gk::cpu::row_writer w(t, row.data());
-        float* d = w.begin(i1, i2, i3);
-        if (d != row.data()) std::memcpy(d, row.data(), row.size() * 4);
-        w.commit();
-      }
-}
-
-// Every node's bytes, read through its buffer where it has one (device memory).
-inline std::vector<std::vector<unsigned char>> snapshot(const gk::graph& g) {
-  std::vector<std::vector<unsigned char>> out;
-  for (const gk::tensor* n : g.nodes()) {
-    std::vector<unsigned char> b(n->nbytes());
-    if (gk::backend_buffer* buf = gk::buffer_of(n)) buf->get_tensor(n, b.data(), 0, b.size());
-    else if (!b.empty()) std::memcpy(b.data(), n->data, b.size());
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
-inline std::int64_t differing_nodes(const std::vector<std::vector<unsigned char>>& a,
-                                    const std::vector<std::vector<unsigned char>>& b) {
-  if (a.size() != b.size()) return -1;
-  std::int64_t bad = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
-  return bad;
-}
 
 // Under planned lifetimes only some nodes keep their own bytes to the end: a node whose
 // storage (its view base's, for a view) was released or handed on in place (plan.reused)

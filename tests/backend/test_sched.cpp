@@ -33,45 +33,7 @@ using gk_test::test_backend;
 
 namespace {
 
-gk_test::block_tensors<tensor*> make_block(context& ctx, const gk_test::block_dims& bd, type wt, std::mt19937& rng) {
-  gk_test::block_tensors<tensor*> w{};
-  auto weight = [&](std::int64_t k, std::int64_t m) {
-    tensor* t = ctx.new_tensor_2d(wt, k, m);
-    gk_test::fill_random(t, rng, -0.1f, 0.1f);
-    return t;
-  };
-  auto vec = [&](std::int64_t n) {
-    tensor* t = ctx.new_tensor_1d(type::f32, n);
-    gk_test::fill_random(t, rng, 0.5f, 1.5f);
-    return t;
-  };
-  const std::int64_t kvd = bd.hd() * bd.kv_heads;
-  w.attn_norm = vec(bd.d);
-  w.ffn_norm = vec(bd.d);
-  w.wq = weight(bd.d, bd.d);
-  w.wk = weight(bd.d, kvd);
-  w.wv = weight(bd.d, kvd);
-  w.wo = weight(bd.d, bd.d);
-  w.w_gate = weight(bd.d, bd.ffn);
-  w.w_up = weight(bd.d, bd.ffn);
-  w.w_down = weight(bd.ffn, bd.d);
-  w.x = ctx.new_tensor_2d(type::f32, bd.d, bd.tokens);
-  gk_test::fill_random(w.x, rng);
-  w.pos = ctx.new_tensor_1d(type::i32, bd.tokens);
-  w.kv_idx = ctx.new_tensor_1d(type::i64, bd.tokens);
-  for (std::int64_t i = 0; i < bd.tokens; ++i) {
-    static_cast<std::int32_t*>(w.pos->data)[i] = static_cast<std::int32_t>(bd.n_past + i);
-    static_cast<std::int64_t*>(w.kv_idx->data)[i] = bd.n_past + i;
-  }
-  w.mask = ctx.new_tensor_2d(type::f16, bd.n_kv(), bd.tokens);
-  const auto m = gk_test::causal_mask(bd);
-  for (std::size_t i = 0; i < m.size(); ++i) static_cast<std::uint16_t*>(w.mask->data)[i] = f32_to_f16(m[i]);
-  w.k_cache = ctx.new_tensor_2d(type::f16, kvd, bd.n_kv());
-  w.v_cache = ctx.new_tensor_2d(type::f16, kvd, bd.n_kv());
-  gk_test::fill_random(w.k_cache, rng);
-  gk_test::fill_random(w.v_cache, rng);
-  return w;
-}
+using gk_test::make_block;
 
 // A block whose weights and inputs have host data; with alloc_nodes false its nodes have
 // none, so the scheduler places them.

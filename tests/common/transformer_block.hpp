@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "gk/gk.hpp"
@@ -83,6 +85,83 @@ typename L::T build_block(L& l, const block_dims& bd, const block_tensors<typena
   T h2 = l.mul(l.rms_norm(x2, eps), w.ffn_norm);
   T ff = l.swiglu_split(l.mul_mat(w.w_gate, h2), l.mul_mat(w.w_up, h2));
   return l.add(x2, l.mul_mat(w.w_down, ff));
+}
+
+// Random values in [lo, hi] in every element of t (any type gk can write rows of).
+inline void fill_random(gk::tensor* t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> row(static_cast<std::size_t>(t->ne[0]));
+  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
+        for (auto& v : row) v = u(rng);
+        gk::cpu::row_writer w(t, row.data());
+        float* d = w.begin(i1, i2, i3);
+        if (d != row.data()) std::memcpy(d, row.data(), row.size() * 4);
+        w.commit();
+      }
+}
+
+// Every node's output bytes, read through its buffer where it has one (device memory).
+inline std::vector<std::vector<unsigned char>> snapshot(const gk::graph& g) {
+  std::vector<std::vector<unsigned char>> out;
+  for (const gk::tensor* n : g.nodes()) {
+    std::vector<unsigned char> b(n->nbytes());
+    if (gk::backend_buffer* buf = gk::buffer_of(n)) buf->get_tensor(n, b.data(), 0, b.size());
+    else if (!b.empty()) std::memcpy(b.data(), n->data, b.size());
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// How many nodes' bytes differ between two snapshots (-1: different node counts).
+inline std::int64_t differing_nodes(const std::vector<std::vector<unsigned char>>& a,
+                                    const std::vector<std::vector<unsigned char>>& b) {
+  if (a.size() != b.size()) return -1;
+  std::int64_t bad = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
+  return bad;
+}
+
+// Weights, caches and inputs of one block with random contents, in ctx (which must allocate).
+inline block_tensors<gk::tensor*> make_block(gk::context& ctx, const block_dims& bd, gk::type wt, std::mt19937& rng) {
+  block_tensors<gk::tensor*> w{};
+  auto weight = [&](std::int64_t k, std::int64_t m) {
+    gk::tensor* t = ctx.new_tensor_2d(wt, k, m);
+    fill_random(t, rng, -0.1f, 0.1f);
+    return t;
+  };
+  auto vec = [&](std::int64_t n) {
+    gk::tensor* t = ctx.new_tensor_1d(gk::type::f32, n);
+    fill_random(t, rng, 0.5f, 1.5f);
+    return t;
+  };
+  const std::int64_t kvd = bd.hd() * bd.kv_heads;
+  w.attn_norm = vec(bd.d);
+  w.ffn_norm = vec(bd.d);
+  w.wq = weight(bd.d, bd.d);
+  w.wk = weight(bd.d, kvd);
+  w.wv = weight(bd.d, kvd);
+  w.wo = weight(bd.d, bd.d);
+  w.w_gate = weight(bd.d, bd.ffn);
+  w.w_up = weight(bd.d, bd.ffn);
+  w.w_down = weight(bd.ffn, bd.d);
+  w.x = ctx.new_tensor_2d(gk::type::f32, bd.d, bd.tokens);
+  fill_random(w.x, rng);
+  w.pos = ctx.new_tensor_1d(gk::type::i32, bd.tokens);
+  w.kv_idx = ctx.new_tensor_1d(gk::type::i64, bd.tokens);
+  for (std::int64_t i = 0; i < bd.tokens; ++i) {
+    static_cast<std::int32_t*>(w.pos->data)[i] = static_cast<std::int32_t>(bd.n_past + i);
+    static_cast<std::int64_t*>(w.kv_idx->data)[i] = bd.n_past + i;
+  }
+  w.mask = ctx.new_tensor_2d(gk::type::f16, bd.n_kv(), bd.tokens);
+  const auto m = causal_mask(bd);
+  for (std::size_t i = 0; i < m.size(); ++i) static_cast<std::uint16_t*>(w.mask->data)[i] = gk::f32_to_f16(m[i]);
+  w.k_cache = ctx.new_tensor_2d(gk::type::f16, kvd, bd.n_kv());
+  w.v_cache = ctx.new_tensor_2d(gk::type::f16, kvd, bd.n_kv());
+  fill_random(w.k_cache, rng);
+  fill_random(w.v_cache, rng);
+  return w;
 }
 
 // The adapter for gk.

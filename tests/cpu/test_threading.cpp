@@ -19,35 +19,10 @@ namespace {
 
 const int thread_counts[] = {2, 3, 4, 5, 7, 8, 16, 64};
 
-std::vector<std::vector<unsigned char>> snapshot(const graph& g) {
-  std::vector<std::vector<unsigned char>> out;
-  for (tensor* n : g.nodes()) {
-    const auto* p = static_cast<const unsigned char*>(n->data);
-    out.emplace_back(p, p + n->nbytes());
-  }
-  return out;
-}
-
-std::int64_t differing_nodes(const std::vector<std::vector<unsigned char>>& a,
-                             const std::vector<std::vector<unsigned char>>& b) {
-  std::int64_t bad = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) bad += a[i] != b[i];
-  return bad;
-}
-
-void fill_random(tensor* t, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> row(static_cast<std::size_t>(t->ne[0]));
-  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
-    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
-      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
-        for (auto& v : row) v = u(rng);
-        cpu::row_writer w(t, row.data());
-        float* d = w.begin(i1, i2, i3);
-        if (d != row.data()) std::memcpy(d, row.data(), row.size() * 4);
-        w.commit();
-      }
-}
+using gk_test::differing_nodes;
+using gk_test::fill_random;
+using gk_test::make_block;
+using gk_test::snapshot;
 
 void check_all_thread_counts(const graph& g) {
   cpu::compute(g, 1);
@@ -57,46 +32,6 @@ void check_all_thread_counts(const graph& g) {
     INFO("threads = " << nth);
     CHECK(differing_nodes(want, snapshot(g)) == 0);
   }
-}
-
-gk_test::block_tensors<tensor*> make_block(context& ctx, const gk_test::block_dims& bd, type wt, std::mt19937& rng) {
-  gk_test::block_tensors<tensor*> w{};
-  auto weight = [&](std::int64_t k, std::int64_t m) {
-    tensor* t = ctx.new_tensor_2d(wt, k, m);
-    fill_random(t, rng, -0.1f, 0.1f);
-    return t;
-  };
-  auto vec = [&](std::int64_t n) {
-    tensor* t = ctx.new_tensor_1d(type::f32, n);
-    fill_random(t, rng, 0.5f, 1.5f);
-    return t;
-  };
-  const std::int64_t kvd = bd.hd() * bd.kv_heads;
-  w.attn_norm = vec(bd.d);
-  w.ffn_norm = vec(bd.d);
-  w.wq = weight(bd.d, bd.d);
-  w.wk = weight(bd.d, kvd);
-  w.wv = weight(bd.d, kvd);
-  w.wo = weight(bd.d, bd.d);
-  w.w_gate = weight(bd.d, bd.ffn);
-  w.w_up = weight(bd.d, bd.ffn);
-  w.w_down = weight(bd.ffn, bd.d);
-  w.x = ctx.new_tensor_2d(type::f32, bd.d, bd.tokens);
-  fill_random(w.x, rng);
-  w.pos = ctx.new_tensor_1d(type::i32, bd.tokens);
-  w.kv_idx = ctx.new_tensor_1d(type::i64, bd.tokens);
-  for (std::int64_t i = 0; i < bd.tokens; ++i) {
-    static_cast<std::int32_t*>(w.pos->data)[i] = static_cast<std::int32_t>(bd.n_past + i);
-    static_cast<std::int64_t*>(w.kv_idx->data)[i] = bd.n_past + i;
-  }
-  w.mask = ctx.new_tensor_2d(type::f16, bd.n_kv(), bd.tokens);
-  const auto m = gk_test::causal_mask(bd);
-  for (std::size_t i = 0; i < m.size(); ++i) static_cast<std::uint16_t*>(w.mask->data)[i] = f32_to_f16(m[i]);
-  w.k_cache = ctx.new_tensor_2d(type::f16, kvd, bd.n_kv());
-  w.v_cache = ctx.new_tensor_2d(type::f16, kvd, bd.n_kv());
-  fill_random(w.k_cache, rng);
-  fill_random(w.v_cache, rng);
-  return w;
 }
 
 }  // namespace
