@@ -17,6 +17,7 @@
 
 #include "../common/transformer_block.hpp"
 #include "gk/alloc.hpp"
+#include "../common/liveness.hpp"
 #include "gk/gk.hpp"
 
 using namespace gk;
@@ -138,30 +139,15 @@ int liveness_conflicts(const graph& g, const alloc_plan& p) {
     const tensor* n = nodes[static_cast<std::size_t>(i)];
     if (i == end - 1 || (n->flags & (flag_input | flag_output)) || !readers.count(n)) last[base(n)] = end;
   }
-  struct life {
-    const tensor* t;
-    int from, to;
-    alloc_plan::slot s;
-  };
-  std::vector<life> lives;
+  std::vector<gk_test::slot_life> lives;
   for (auto& [t, s] : p.slots) {
     const int from = first.count(t) ? first.at(t) : -1;  // inputs: before the first node
     const int to = first.count(t) ? (last.count(t) ? last.at(t) : end) : end;
     lives.push_back({t, from, std::max(to, from), s});
   }
-  int conflicts = 0;
-  for (std::size_t a = 0; a < lives.size(); ++a)
-    for (std::size_t b = a + 1; b < lives.size(); ++b) {
-      const auto& x = lives[a];
-      const auto& y = lives[b];
-      if (x.s.memory != y.s.memory || x.s.offset + x.s.size <= y.s.offset || y.s.offset + y.s.size <= x.s.offset)
-        continue;
-      const auto& early = x.from <= y.from ? x : y;
-      const auto& late = x.from <= y.from ? y : x;
-      const bool in_place = late.from == early.to && early.s.offset == late.s.offset && late.t->src[0] == early.t;
-      if (early.to >= late.from && !in_place) ++conflicts;
-    }
-  return conflicts;
+  return gk_test::count_conflicts(lives, [](const gk_test::slot_life& early, const gk_test::slot_life& late) {
+    return late.t->src[0] == early.t;
+  });
 }
 
 double factor(const alloc_plan& p) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/liveness.hpp"
 #include "../common/transformer_block.hpp"
 #include "doubles.hpp"
 #include "gk/gk.hpp"
@@ -504,31 +505,15 @@ int liveness_conflicts(const graph& g, const sched& sc) {
   for (const tensor* n : g.nodes())
     if (!read.count(n)) last[base(n)] = end;
   last[base(g.node(g.n_nodes() - 1))] = end;
-  struct life {
-    const tensor* t;
-    int from, to;
-    alloc_plan::slot s;
-  };
-  std::vector<life> lives;
+  std::vector<gk_test::slot_life> lives;
   for (auto& [t, sl] : p.slots) {
     const int from = first.count(t) ? first.at(t) : -1;
     const int to = from < 0 ? end : (last.count(t) ? last.at(t) : end);
     lives.push_back({t, from, std::max(to, from), sl});
   }
-  int conflicts = 0;
-  for (std::size_t a = 0; a < lives.size(); ++a)
-    for (std::size_t b = a + 1; b < lives.size(); ++b) {
-      const auto& x = lives[a];
-      const auto& y = lives[b];
-      if (x.s.memory != y.s.memory || x.s.offset + x.s.size <= y.s.offset || y.s.offset + y.s.size <= x.s.offset)
-        continue;
-      const auto& early = x.from <= y.from ? x : y;
-      const auto& late = x.from <= y.from ? y : x;
-      const bool in_place = late.from == early.to && early.s.offset == late.s.offset && late.from >= 0 &&
-                            order[static_cast<std::size_t>(late.from)].reads[0] == early.t;
-      if (early.to >= late.from && !in_place) ++conflicts;
-    }
-  return conflicts;
+  return gk_test::count_conflicts(lives, [&](const gk_test::slot_life& early, const gk_test::slot_life& late) {
+    return late.from >= 0 && order[static_cast<std::size_t>(late.from)].reads[0] == early.t;
+  });
 }
 
 alloc_options with_fault(planted_fault f) {

@@ -33,19 +33,7 @@ constexpr std::size_t mem = 48u << 20;
 
 void line(const std::string& what, const diff& d) { std::printf("  %-44s %s\n", what.c_str(), d.str().c_str()); }
 
-// Every element's bytes, i0 fastest (views and permutes included).
-std::vector<unsigned char> raw_bytes(const gk::tensor* t) {
-  std::vector<unsigned char> out;
-  const std::size_t es = gk::type_size(t->type);
-  for (std::int64_t i3 = 0; i3 < t->ne[3]; ++i3)
-    for (std::int64_t i2 = 0; i2 < t->ne[2]; ++i2)
-      for (std::int64_t i1 = 0; i1 < t->ne[1]; ++i1)
-        for (std::int64_t i0 = 0; i0 < t->ne[0]; ++i0) {
-          const char* p = t->at(i1, i2, i3) + static_cast<std::size_t>(i0) * t->nb[0];
-          out.insert(out.end(), p, p + es);
-        }
-  return out;
-}
+using gk_test::raw_bytes;
 
 struct outcome {
   diff d;

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "run_case.hpp"
 
 namespace {
 
@@ -67,26 +67,7 @@ constexpr bar softmax_bar{0, 8 * 0x1p-24 * 2};  // 8 ulp of a result in [0.5, 1)
 using case_fn = std::function<tpair(op_pair&)>;
 
 gk_test::diff run_case(const std::string& name, const case_fn& make, const bar& b, std::uint64_t seed = 11) {
-  gk_test::diff first;
-  std::vector<float> v1;
-  for (int nt : thread_counts) {
-    op_pair p(64u << 20, seed);
-    const tpair y = make(p);
-    REQUIRE(gk_test::same_shape(y));
-    const auto d = p.run(y, nt);
-    const auto v = gk_test::read_all(y.g);
-    if (nt == 1) {
-      first = d;
-      v1 = v;
-    } else {
-      INFO(name << ": " << nt << " threads differ from 1 thread");
-      CHECK(std::memcmp(v.data(), v1.data(), v.size() * sizeof(float)) == 0);
-    }
-  }
-  std::printf("%-52s %s  [bar %s]\n", name.c_str(), first.str().c_str(), b.str().c_str());
-  INFO(name << ": " << first.str() << " bar " << b.str());
-  CHECK(b.holds(first));
-  return first;
+  return gk_test::run_case_at_thread_counts(name, make, b, seed, thread_counts, 52);
 }
 
 // A planted control: runs the reference for `make`, computes `broken` from the input

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "harness.hpp"
+#include "run_case.hpp"
 
 namespace {
 
@@ -46,26 +46,7 @@ constexpr bar one_ulp{1.5 * 0x1p-23};  // normal mode, inputs in [-1, 1]
 using case_fn = std::function<tpair(op_pair&)>;
 
 gk_test::diff run_case(const std::string& name, const case_fn& make, const bar& b, std::uint64_t seed = 17) {
-  gk_test::diff first;
-  std::vector<float> v1;
-  for (int nt : thread_counts) {
-    op_pair p(64u << 20, seed);
-    const tpair y = make(p);
-    REQUIRE(gk_test::same_shape(y));
-    const auto d = p.run(y, nt);
-    const auto v = gk_test::read_all(y.g);
-    if (nt == 1) {
-      first = d;
-      v1 = v;
-    } else {
-      INFO(name << ": " << nt << " threads differ from 1 thread");
-      CHECK(std::memcmp(v.data(), v1.data(), v.size() * sizeof(float)) == 0);
-    }
-  }
-  std::printf("%-64s %s  [bar %s]\n", name.c_str(), first.str().c_str(), b.str().c_str());
-  INFO(name << ": " << first.str() << " bar " << b.str());
-  CHECK(b.holds(first));
-  return first;
+  return gk_test::run_case_at_thread_counts(name, make, b, seed, thread_counts, 64);
 }
 
 // Positions: random tokens in [0, 5000) (4 per token for the multi modes).
