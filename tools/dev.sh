@@ -47,4 +47,4 @@ if [[ "$mode" == demo ]]; then
   exec "$build/examples/gk-demo"
 fi
 ninja -C "$build" -j "$jobs"
-meson test -C "$build" --print-errorlogs --num-processes "$jobs"
+meson test -C "$build" --print-errorlogs --num-processes "$jobs" --no-suite cuda-device

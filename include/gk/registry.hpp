@@ -28,6 +28,10 @@
 #include "gk/backends/cpu.hpp"
 #include "gk/simd/target.hpp"
 
+#ifdef GK_WITH_CUDA
+#include "gk/backends/cuda.hpp"
+#endif
+
 namespace gk {
 
 enum class device_type { cpu, gpu };
@@ -148,8 +152,15 @@ inline std::vector<registry::discoverer>& discoverers() {
 
 // The process-wide registry: banner to stderr, GK_QUIET read once.
 inline const std::vector<device_info>& devices() {
-  static registry r([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }, env_quiet(),
-                    discoverers());
+  static registry r([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }, env_quiet(), [] {
+    std::vector<registry::discoverer> list = discoverers();
+#ifdef GK_WITH_CUDA
+    // built with gk_cuda_dep: the CUDA devices (a reference to the compiled part, so a
+    // static link keeps it)
+    list.push_back([] { return cuda::discover(); });
+#endif
+    return list;
+  }());
   return r.devices();
 }
 
