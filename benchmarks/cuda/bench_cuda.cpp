@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+// mul_mat on the CUDA backend: mat-vec (N = 1) and prompt (N = 512) at 4096x4096 and
+// 4096x14336 (K = 4096 inputs, M outputs) for the formats an engine runs on a GPU, gk
+// beside the reference's CUDA backend in the same run when built with it
+// (-Dreference-cuda=PREFIX; see tools/cuda_device.sh).
+//
+// Decode reads weights that do not fit in the card's L2: each graph multiplies one
+// activation by R different matrices (R * matrix bytes >= 1 GiB), so every weight byte
+// comes from device memory; reported as GB/s of weight read and as a fraction of the
+// device-to-device copy bandwidth measured at the start of the run (bytes read + written).
+// Prompt: TFLOP/s = 2*M*K*N / time. Both sides get the same weight bytes (64 rows encoded
+// by gk, tiled) and the same activations.
+//
+// Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, two
+// rounds alternating gk and the reference, best over rounds; a graph's time is divided by
+// its R matmuls. GK_BENCH_FORMATS=q4_0,q4_K restricts the formats. Reports, never fails.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../best_of.hpp"
+#include "gk/backends/cuda.hpp"
+#include "gk/gk.hpp"
+#include "gk/sched.hpp"
+
+#ifdef GK_BENCH_REF_CUDA
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cuda.h"
+#include "ggml.h"
+#endif
+
+using namespace gk;
+
+namespace {
+
+double budget = 0.3;
+constexpr std::int64_t K = 4096;
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                            \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+double copy_bandwidth() {
+  const std::size_t n = std::size_t{2} << 30;
+  void *a = nullptr, *b = nullptr;
+  CK(cudaMalloc(&a, n));
+  CK(cudaMalloc(&b, n));
+  CK(cudaMemset(a, 1, n));
+  CK(cudaMemset(b, 2, n));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  float best = 1e30f;
+  for (int i = 0; i < 20; ++i) {
+    cudaEventRecord(e0);
+    CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    best = std::min(best, ms);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * static_cast<double>(n) / (best * 1e-3) / 1e9;
+}
+
+std::vector<unsigned char> weight_bytes(type t, std::int64_t rows) {
+  const std::size_t rb = gk::row_size(t, K);
+  std::vector<unsigned char> out(rb * static_cast<std::size_t>(rows));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> g(0.0f, 0.05f);
+  std::vector<float> x(static_cast<std::size_t>(K));
+  const std::int64_t distinct = std::min<std::int64_t>(64, rows);
+  for (std::int64_t r = 0; r < distinct; ++r) {
+    for (auto& v : x) v = g(rng);
+    formats::visit(t, [&]<class W>(std::type_identity<W>) {
+      encode_row<W>(x.data(), reinterpret_cast<typename W::block*>(out.data() + rb * static_cast<std::size_t>(r)), K,
+                    nullptr);
+    });
+  }
+  for (std::int64_t r = distinct; r < rows; ++r)
+    std::memcpy(out.data() + rb * static_cast<std::size_t>(r), out.data() + rb * static_cast<std::size_t>(r % distinct),
+                rb);
+  return out;
+}
+
+int mats_for(type t, std::int64_t M, std::int64_t N) {
+  if (N > 1) return 2;
+  const double bytes = static_cast<double>(gk::row_size(t, K)) * static_cast<double>(M);
+  return static_cast<int>(std::clamp(std::ceil(double(1u << 30) / bytes), 2.0, 256.0));
+}
+
+// gk: R matmuls of one activation in one graph on the CUDA backend.
+struct gk_side {
+  context ctx{context_params{std::size_t{4} << 20, nullptr, true}};
+  std::unique_ptr<backend> cuda = gk::cuda::make_backend(0);
+  cpu_backend cpu{1};
+  std::unique_ptr<backend_buffer> buf;
+  graph g;
+  std::unique_ptr<sched> s;
+  bool ok = true;
+  std::string why;
+
+  gk_side(type t, std::int64_t M, std::int64_t N, int R, const std::vector<unsigned char>& wb,
+          const std::vector<float>& x) {
+    std::vector<tensor*> ws;
+    for (int r = 0; r < R; ++r) ws.push_back(ctx.new_tensor_2d(t, K, M));
+    tensor* a = ctx.new_tensor_2d(type::f32, K, N);
+    buffer_type& dm = gk::cuda::device_buffer_type(0);
+    std::size_t total = 0;
+    auto pad = [&](std::size_t n) { return (n + 255) / 256 * 256; };
+    for (auto* w : ws) total += pad(w->nbytes());
+    total += pad(a->nbytes());
+    buf = dm.alloc_buffer(total);
+    std::size_t off = 0;
+    for (auto* w : ws) {
+      buf->init_tensor(w, off);
+      off += pad(w->nbytes());
+      buf->set_tensor(w, wb.data(), 0, wb.size());
+    }
+    buf->init_tensor(a, off);
+    buf->set_tensor(a, x.data(), 0, x.size() * 4);
+    for (auto* w : ws) {
+      tensor* y = mul_mat(ctx, w, a);
+      y->flags |= flag_output;
+      g.build_forward_expand(y);
+    }
+    s = std::make_unique<sched>(std::vector<backend*>{cuda.get(), &cpu});
+    s->alloc_graph(g);
+    for (tensor* n : g.nodes())
+      if (s->backend_of(n) != cuda.get()) {
+        ok = false;
+        why = "mul_mat not on CUDA";
+      }
+  }
+  void run() { s->compute(g); }
+};
+
+#ifdef GK_BENCH_REF_CUDA
+struct ref_side {
+  ggml_backend_t be = nullptr;
+  ggml_context* ctx = nullptr;
+  ggml_backend_buffer_t buf = nullptr;
+  ggml_cgraph* gf = nullptr;
+  bool ok = true;
+  ref_side(type t, std::int64_t M, std::int64_t N, int R, const std::vector<unsigned char>& wb,
+           const std::vector<float>& x) {
+    be = ggml_backend_cuda_init(0);
+    const std::size_t meta = ggml_tensor_overhead() * (2 * R + 8) + ggml_graph_overhead_custom(2 * R + 8, false);
+    ctx = ggml_init({meta, nullptr, true});
+    std::vector<ggml_tensor*> ws;
+    for (int r = 0; r < R; ++r) ws.push_back(ggml_new_tensor_2d(ctx, static_cast<ggml_type>(t), K, M));
+    ggml_tensor* a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+    gf = ggml_new_graph_custom(ctx, 2 * R + 8, false);
+    for (auto* w : ws) ggml_build_forward_expand(gf, ggml_mul_mat(ctx, w, a));
+    buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    if (!buf) {
+      ok = false;
+      return;
+    }
+    for (auto* w : ws) ggml_backend_tensor_set(w, wb.data(), 0, wb.size());
+    ggml_backend_tensor_set(a, x.data(), 0, x.size() * 4);
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i)
+      if (!ggml_backend_supports_op(be, ggml_graph_node(gf, i))) ok = false;
+  }
+  ~ref_side() {
+    if (buf) ggml_backend_buffer_free(buf);
+    if (ctx) ggml_free(ctx);
+    if (be) ggml_backend_free(be);
+  }
+  void run() {
+    ggml_backend_graph_compute(be, gf);
+    ggml_backend_synchronize(be);
+  }
+};
+#endif
+
+}  // namespace
+
+int main() {
+  if (const char* b = std::getenv("GK_BENCH_BUDGET")) budget = std::atof(b);
+  std::vector<type> formats = {type::f16,  type::bf16,  type::q8_0,   type::q4_0,    type::q4_K,
+                               type::q5_K, type::q6_K,  type::q2_K,   type::q3_K,    type::iq4_xs,
+                               type::iq2_xxs, type::iq3_s, type::mxfp4, type::nvfp4};
+  if (const char* f = std::getenv("GK_BENCH_FORMATS")) {
+    formats.clear();
+    std::string s = f;
+    for (std::size_t p = 0; p <= s.size();) {
+      std::size_t q = s.find(',', p);
+      if (q == std::string::npos) q = s.size();
+      const std::string n = s.substr(p, q - p);
+      for (int i = 0; i < 64; ++i)
+        if (is_valid(static_cast<type>(i)) && name(static_cast<type>(i)) == n) formats.push_back(static_cast<type>(i));
+      p = q + 1;
+    }
+  }
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const double bw = copy_bandwidth();
+  std::printf("# %s, %d SMs, L2 %d MiB; device-to-device copy %.0f GB/s (read + write); budget %.2f s, 2 rounds\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, bw, budget);
+#ifdef GK_BENCH_REF_CUDA
+  std::printf("# reference: its CUDA backend, same weights and activations\n");
+#else
+  std::printf("# reference: not built (-Dreference-cuda)\n");
+#endif
+  std::printf("| format | M | N | R | gk | gk %%copy | ref | ref %%copy | gk/ref |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  for (type t : formats) {
+    for (std::int64_t M : {std::int64_t{4096}, std::int64_t{14336}}) {
+      const std::vector<unsigned char> wb = weight_bytes(t, M);
+      for (std::int64_t N : {std::int64_t{1}, std::int64_t{512}}) {
+        const int R = mats_for(t, M, N);
+        std::vector<float> x(static_cast<std::size_t>(K * N));
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> u(-1, 1);
+        for (auto& v : x) v = u(rng);
+        double t_gk = 1e30, t_ref = 1e30;
+        bool gk_ok = true, ref_ok = false;
+        std::string why;
+        try {
+          gk_side gs(t, M, N, R, wb, x);
+          gk_ok = gs.ok;
+          why = gs.why;
+#ifdef GK_BENCH_REF_CUDA
+          ref_side rs(t, M, N, R, wb, x);
+          ref_ok = rs.ok;
+#endif
+          for (int round = 0; round < 2; ++round) {
+            if (gk_ok) {
+              gs.run();
+              t_gk = std::min(t_gk, gk_bench::best_seconds([&] { gs.run(); }, budget));
+            }
+#ifdef GK_BENCH_REF_CUDA
+            if (ref_ok) {
+              rs.run();
+              t_ref = std::min(t_ref, gk_bench::best_seconds([&] { rs.run(); }, budget));
+            }
+#endif
+          }
+        } catch (const std::exception& e) {
+          gk_ok = false;
+          why = e.what();
+        }
+        t_gk /= R;
+        t_ref /= R;
+        const double bytes = static_cast<double>(gk::row_size(t, K)) * static_cast<double>(M);
+        auto rate = [&](double s) {
+          char b[48];
+          if (s >= 1e29) return std::string("-");
+          if (N == 1) std::snprintf(b, sizeof b, "%.0f GB/s", bytes / s / 1e9);
+          else std::snprintf(b, sizeof b, "%.1f TFLOP/s", 2.0 * M * K * N / s / 1e12);
+          return std::string(b);
+        };
+        auto frac = [&](double s) {
+          char b[16];
+          if (N != 1 || s >= 1e29) return std::string("");
+          std::snprintf(b, sizeof b, "%.0f%%", 100.0 * bytes / s / 1e9 / bw);
+          return std::string(b);
+        };
+        char ratio[16] = "-";
+        if (gk_ok && ref_ok) std::snprintf(ratio, sizeof ratio, "%.2f", t_ref / t_gk);
+        std::printf("| %s | %lld | %lld | %d | %s | %s | %s | %s | %s |%s%s\n", std::string(name(t)).c_str(),
+                    static_cast<long long>(M), static_cast<long long>(N), R, gk_ok ? rate(t_gk).c_str() : "n/a",
+                    frac(t_gk).c_str(), ref_ok ? rate(t_ref).c_str() : "n/a", frac(t_ref).c_str(), ratio,
+                    why.empty() ? "" : " ", why.c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
