@@ -7,6 +7,8 @@
 #include "gk/gk.h"
 
 int main(void) {
+  const char *forced = getenv("GK_TARGET");
+  if (forced && *forced && !gk_simd_target_supported(forced)) return 77; /* not runnable here */
   enum { N = 512 };
   float x[N], y[N], a[N];
   for (int i = 0; i < N; ++i) {
