@@ -75,7 +75,7 @@ class context {
   // the base) and takes no data of its own.
   tensor* new_tensor(gk::type t, int n_dims, const std::int64_t* ne, tensor* view_src = nullptr,
                      std::size_t view_offs = 0) {
-    if (!is_valid(t)) throw error("gk: new_tensor: unknown type id " + std::to_string(static_cast<int>(t)));
+    if (!is_valid(t)) throw error("gk: new_tensor: unknown " + type_label(t));
     if (n_dims < 1 || n_dims > max_dims)
       throw error("gk: new_tensor: n_dims must be 1..4, got " + std::to_string(n_dims));
     std::int64_t full[max_dims] = {1, 1, 1, 1};

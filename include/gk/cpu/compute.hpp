@@ -154,3 +154,20 @@ inline void compute(const graph& g, int n_threads = 1) {
 }
 
 }  // namespace gk::cpu
+
+namespace gk {
+
+// Teaches gk a block format defined outside it (W::id = gk::user_type(k)): its geometry
+// and name (core/types.hpp), its row functions (formats/format.hpp: get_rows, copies and
+// casts) and its CPU matmul kernels (cpu/matmul.hpp), all instantiated here from gk's
+// templates for target T, by default the best this translation unit is compiled for.
+// Call it once at start-up, before graphs that use the format are built; the CPU backend
+// then computes mul_mat, mul_mat_id, out_prod, get_rows, set_rows and cpy with W weights.
+// examples/custom_format/ shows the whole path.
+template <BlockFormat W, simd::Target T = simd::native>
+void register_format(std::string_view type_name) {
+  register_rows<W>(type_name);
+  cpu::matmul::register_kernels<W, T>();
+}
+
+}  // namespace gk

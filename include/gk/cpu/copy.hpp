@@ -27,10 +27,11 @@ namespace gk::cpu::copy {
 
 namespace detail {
 
-// A type the gather path can read as f32 (convert or decode) and write from f32.
+// A type the gather path can read as f32 (convert or decode) and write from f32: gk's
+// own, and formats registered at run time (through their row functions, rows.hpp).
 inline bool convertible(gk::type t) noexcept {
   if (t == type::f32 || t == type::f16 || t == type::bf16 || t == type::i32) return true;
-  return formats::visit(t, [](auto) {});
+  return formats::visit(t, [](auto) {}) || user_codec(t) != nullptr;
 }
 
 // Units (elements, or blocks for block formats) per row.

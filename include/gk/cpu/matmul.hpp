@@ -201,10 +201,43 @@ inline void out_prod(const exec& ex, tensor* dst) {
   });
 }
 
+// ---- weight formats registered at run time (gk::register_format, cpu/compute.hpp) ----
+// The kernels above instantiated for W in the registering translation unit, on its target,
+// and found by type id. gk's own formats never reach the table: compute() dispatches them
+// at compile time and looks here only when that finds nothing.
+struct user_kernels {
+  void (*mul_mat)(const exec&, tensor*);
+  void (*mul_mat_id)(const exec&, tensor*);
+};
+
+namespace detail {
+template <BlockFormat W, simd::Target T>
+inline constexpr user_kernels user_kernels_of{&matmul::mul_mat<W, T>, &matmul::mul_mat_id<W, T>};
+inline std::atomic<const user_kernels*> user_kernel_table[user_type_max];
+}  // namespace detail
+
+inline const user_kernels* find_user_kernels(gk::type t) noexcept {
+  if (!is_user_type(t)) return nullptr;
+  return detail::user_kernel_table[static_cast<int>(t) - user_type_first].load(std::memory_order_acquire);
+}
+
+// The first registration of an id wins: a second one for another format or target throws.
+template <BlockFormat W, simd::Target T>
+void register_kernels() {
+  static_assert(is_user_type(W::id), "register_kernels: only formats with a user id are registered");
+  const user_kernels* expected = nullptr;
+  auto& slot = detail::user_kernel_table[static_cast<int>(W::id) - user_type_first];
+  if (!slot.compare_exchange_strong(expected, &detail::user_kernels_of<W, T>, std::memory_order_acq_rel) &&
+      expected != &detail::user_kernels_of<W, T>)
+    throw error("gk: cpu: register_format " + std::string(gk::name(W::id)) +
+                ": the id already has matmul kernels of another format or target");
+}
+
 inline bool dst_ok(const tensor* d) noexcept { return d->type == type::f32 && d->nb[0] == sizeof(float); }
 
 inline bool weight_ok(const tensor* a) noexcept {
-  return a->type != type::q8_K && gk::formats::visit(a->type, [](auto) {}) && a->rows_contiguous();
+  return a->type != type::q8_K && (gk::formats::visit(a->type, [](auto) {}) || find_user_kernels(a->type)) &&
+         a->rows_contiguous();
 }
 
 inline bool float_type(gk::type t) noexcept {
@@ -221,8 +254,8 @@ inline bool supports(const tensor* node) {
     case op::mul_mat_id:
       return weight_ok(a) && float_type(b->type) && node->src[2] && node->src[2]->type == type::i32;
     case op::out_prod:
-      return (float_type(a->type) || gk::formats::visit(a->type, [](auto) {})) && a->type != type::q8_K &&
-             float_type(b->type);
+      return (float_type(a->type) || gk::formats::visit(a->type, [](auto) {}) || user_codec(a->type)) &&
+             a->type != type::q8_K && float_type(b->type);
     default:
       return false;
   }
@@ -239,7 +272,10 @@ inline void compute(const exec& ex, tensor* node) {
       mul_mat_id<W, simd::native>(ex, node);
     }
   });
-  if (!ok) throw error("gk: cpu: no matmul for weight type " + std::string(gk::name(node->src[0]->type)));
+  if (ok) return;
+  if (const user_kernels* k = find_user_kernels(node->src[0]->type))
+    return node->op == op::mul_mat ? k->mul_mat(ex, node) : k->mul_mat_id(ex, node);
+  throw error("gk: cpu: no matmul for weight type " + type_label(node->src[0]->type));
 }
 
 }  // namespace gk::cpu::matmul

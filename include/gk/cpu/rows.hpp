@@ -85,7 +85,9 @@ inline void decode_row_any(gk::type t, const void* p, float* out, std::int64_t n
   const bool ok = formats::visit(t, [&]<class W>(std::type_identity<W>) {
     decode_row<W>(static_cast<const typename W::block*>(p), out, n);
   });
-  if (!ok) throw error("gk: cannot decode rows of type " + std::string(gk::name(t)));
+  if (ok) return;
+  if (const row_codec* c = user_codec(t)) return c->decode_row(p, out, n);  // registered outside gk
+  throw error("gk: cannot decode rows of type " + type_label(t));
 }
 
 // Encode n f32 values into a row of format t at p (no importance).
@@ -93,7 +95,9 @@ inline void encode_row_any(gk::type t, const float* in, void* p, std::int64_t n)
   const bool ok = formats::visit(t, [&]<class W>(std::type_identity<W>) {
     encode_row<W>(in, static_cast<typename W::block*>(p), n, nullptr);
   });
-  if (!ok) throw error("gk: cannot encode rows of type " + std::string(gk::name(t)));
+  if (ok) return;
+  if (const row_codec* c = user_codec(t)) return c->encode_row(in, p, n, nullptr);
+  throw error("gk: cannot encode rows of type " + type_label(t));
 }
 
 inline bool is_float_like(gk::type t) noexcept {

@@ -7,10 +7,12 @@
 // checked against. Rows are whole blocks: a row of n weights is n / block_size blocks.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "gk/core/error.hpp"
@@ -30,10 +32,11 @@ concept BlockFormat = requires(const typename W::block& b, typename W::block& ou
   { W::id } -> std::convertible_to<type>;
   // weights per block, as GGUF counts them
   { W::block_size } -> std::convertible_to<int>;
-  // the block: GGUF's bytes, trivially copyable, no padding beyond what GGUF has
+  // the block: GGUF's bytes, trivially copyable, no padding beyond what GGUF has (a user
+  // id's geometry is the format's own: register_format<W> registers it from W)
   requires std::is_trivially_copyable_v<typename W::block>;
-  requires sizeof(typename W::block) == type_size(W::id);
-  requires W::block_size == block_size(W::id);
+  requires is_user_type(W::id) || sizeof(typename W::block) == type_size(W::id);
+  requires is_user_type(W::id) || W::block_size == block_size(W::id);
   // the activation format a dot pairs this weight with (itself a format)
   typename W::dot_type;
   // decode one block into block_size floats: the definition of the bits
@@ -103,6 +106,48 @@ float dot_row(const typename W::block* w, const typename W::dot_type::block* a, 
   }
 }
 
+// ---- formats registered at run time ----
+// Code that holds only a type id (the row interface, the CPU kernels' dispatch) reaches a
+// format defined outside gk through these pointers, instantiated from the templates above
+// when the format is registered. gk's own formats never come here: they are dispatched
+// at compile time (formats::visit), and the table is consulted only when that finds nothing.
+
+struct row_codec {
+  void (*decode_row)(const void* src, float* dst, std::int64_t n);
+  void (*encode_row)(const float* src, void* dst, std::int64_t n, const float* importance);
+};
+
+namespace detail {
+template <BlockFormat W>
+inline constexpr row_codec row_codec_of{
+    [](const void* src, float* dst, std::int64_t n) { decode_row<W>(static_cast<const typename W::block*>(src), dst, n); },
+    [](const float* src, void* dst, std::int64_t n, const float* imp) {
+      encode_row<W>(src, static_cast<typename W::block*>(dst), n, imp);
+    }};
+inline std::atomic<const row_codec*> user_row_codecs[user_type_max];
+}  // namespace detail
+
+// The row functions of registered user type t; null for every other id.
+inline const row_codec* user_codec(type t) noexcept {
+  if (!is_user_type(t)) return nullptr;
+  return detail::user_row_codecs[static_cast<int>(t) - user_type_first].load(std::memory_order_acquire);
+}
+
+// Registers W (whose id is in the user range) under `name`: its geometry, then its row
+// functions. Registering the same format again does nothing; a second format under one id
+// throws gk::error. gk::register_format (cpu/compute.hpp) adds the CPU kernels too.
+template <BlockFormat W>
+void register_rows(std::string_view type_name) {
+  static_assert(is_user_type(W::id), "register_rows: a format defined outside gk takes an id in the user range "
+                                     "(gk::user_type(k)); gk's own formats are known without registering");
+  register_type(W::id, type_name, W::block_size, static_cast<int>(sizeof(typename W::block)));
+  const row_codec* expected = nullptr;
+  auto& slot = detail::user_row_codecs[static_cast<int>(W::id) - user_type_first];
+  if (!slot.compare_exchange_strong(expected, &detail::row_codec_of<W>, std::memory_order_acq_rel) &&
+      expected != &detail::row_codec_of<W>)
+    throw error("gk: register_rows " + std::string(type_name) + ": id " + std::to_string(static_cast<int>(W::id)) +
+                " already has another format's row functions");
+}
 
 }  // namespace gk
 
