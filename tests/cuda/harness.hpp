@@ -49,8 +49,8 @@ inline std::vector<double> as_doubles(const gk::tensor* t, const unsigned char* 
           const unsigned char* p = base + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
           switch (t->type) {
             case gk::type::f32: { float v; std::memcpy(&v, p, 4); out.push_back(v); break; }
-            case gk::type::f16: { gk::f16 v; std::memcpy(&v, p, 2); out.push_back(static_cast<float>(v)); break; }
-            case gk::type::bf16: { gk::bf16 v; std::memcpy(&v, p, 2); out.push_back(static_cast<float>(v)); break; }
+            case gk::type::f16: { gk::f16 v; std::memcpy(&v, p, 2); out.push_back(gk::to_f32(v)); break; }
+            case gk::type::bf16: { gk::bf16 v; std::memcpy(&v, p, 2); out.push_back(gk::to_f32(v)); break; }
             case gk::type::i32: { std::int32_t v; std::memcpy(&v, p, 4); out.push_back(v); break; }
             default: FAIL("as_doubles: output type " << gk::name(t->type) << " not readable as numbers");
           }
