@@ -1,8 +1,592 @@
 // SPDX-License-Identifier: MIT
-// (not written yet: every node of this family is refused, so it runs on the CPU)
+// CUDA matrix products and row gathers: mul_mat, mul_mat_id, get_rows, with weights in every
+// format gk decodes (formats.cuh) and f32/f16/bf16 activations.
+//
+// Main idea: the weight is decoded on the fly, 32 weights (one "chunk") at a time, into
+// registers with the CPU's exact float operations; what differs between the kernels is
+// only how decoded weights meet the activations.
+//   - get_rows: a thread per chunk decodes and stores; bit-identical to the CPU.
+//   - stage: activations of any float type and strides become packed f32 columns in
+//     scratch, zero-padded to a whole number of chunks (mul_mat_id gathers its (slot,
+//     token) columns here, so the kernels below see one column list either way).
+//   - matvec<W, NC>: decode path (and f32/bf16 weights, and mul_mat_id). A warp owns 2-4
+//     weight rows, each lane a chunk; a block of 8 warps owns 16-32 rows and stages a
+//     K-slab of up to NC columns in shared memory, padded to 33 floats per 32 so that
+//     lanes reading the same offset of different chunks hit different banks. Each decoded
+//     chunk is dotted with all NC columns before the next is read, so the weight is read
+//     once per NC columns. Sums are f32, four partial chains per chunk (FFMA latency 4
+//     cycles, one chain would stall), then a warp shuffle tree.
+//   - matmul_mma<W>: prompt path (more than mma_min_n columns per slab, any weight but
+//     f32/bf16): decoded weights and activations rounded to f16 in shared memory,
+//     mma.sync m16n8k16 with f32 sums.
+//   - reference: one thread per output, decode then dot in double: the definition the fast
+//     path is checked against (matmul_set_path(1), or GK_CUDA_MATMUL=reference).
+// Accuracy: the CPU encodes activations to q8_0/q8_1/q8_K for integer formats; this file
+// never does: matvec keeps them f32, the tensor-core path rounds weights and activations
+// to f16 (2^-11 relative, ~8x finer than q8), so the device lands closer to the truth than
+// the CPU. Out-of-range expert or row ids give NaN outputs (the CPU throws).
+#include <cstdlib>
+#include <cstring>
+
+#include "formats.cuh"
 #include "ops.hpp"
 
 namespace gk::cuda {
-bool matmul_supports(const tensor*) { return false; }
-void matmul_run(const tensor* n, exec&) { throw error("gk: CUDA: no kernel for " + describe(n)); }
+
+namespace {
+
+namespace F = gk::formats;
+
+// 0 auto, 1 reference, 2 matvec for every N (GK_CUDA_MATMUL=reference | matvec)
+int path_override() {
+  static const int p = [] {
+    const char* e = std::getenv("GK_CUDA_MATMUL");
+    if (e && std::strcmp(e, "reference") == 0) return 1;
+    if (e && std::strcmp(e, "matvec") == 0) return 2;
+    return 0;
+  }();
+  return p;
+}
+int g_path = -1;
+
+// ---- one description of the columns both mul_mat and mul_mat_id reduce to ----------------
+
+struct mm_args {
+  const char* w;                 // weight data
+  std::int64_t w_nb1, w_nb2, w_nb3;
+  std::int64_t k, kp, m;         // weights per row, padded to 32, rows
+  const float* x;                // staged columns, kp floats each
+  char* y;                       // dst
+  std::int64_t y_nb1, y_nb2, y_nb3;
+  // mul_mat: column q = ((i3 * ne12 + i2) * n + i1); weight slab (i2 / r2, i3 / r3)
+  std::int64_t n, ne12, r2, r3;
+  // mul_mat_id (ids != nullptr): column q = tok * n_used + e; weight slab ids[e, tok]
+  const char* ids;
+  std::int64_t ids_nb0, ids_nb1, n_used, n_as;
+  std::int64_t ncols;            // columns in all
+};
+
+// The weight slab and output column of column q; false for an expert index out of range.
+__device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, const char*& w, float*& y) {
+  if (p.ids) {
+    const std::int64_t tok = q / p.n_used, e = q % p.n_used;
+    const int ex = *reinterpret_cast<const int*>(p.ids + e * p.ids_nb0 + tok * p.ids_nb1);
+    y = reinterpret_cast<float*>(p.y + e * p.y_nb1 + tok * p.y_nb2);
+    w = p.w + static_cast<std::int64_t>(ex) * p.w_nb2;
+    return ex >= 0 && ex < p.n_as;
+  }
+  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
+  y = reinterpret_cast<float*>(p.y + i1 * p.y_nb1 + i2 * p.y_nb2 + i3 * p.y_nb3);
+  w = p.w + (i2 / p.r2) * p.w_nb2 + (i3 / p.r3) * p.w_nb3;
+  return true;
+}
+
+// ---- staging -------------------------------------------------------------------------------
+
+struct stage_args {
+  const char* b;
+  int type;
+  std::int64_t nb0, nb1, nb2, nb3;
+  std::int64_t k, kp;
+  std::int64_t n, ne12;          // mul_mat
+  std::int64_t n_used, ne11;     // mul_mat_id (n_used > 0)
+  float* out;
+};
+
+constexpr int stage_threads = 256;
+__global__ __launch_bounds__(stage_threads) void stage_columns(stage_args a) {
+  const std::int64_t q = blockIdx.x;
+  const char* src;
+  if (a.n_used > 0) {
+    const std::int64_t tok = q / a.n_used, e = q % a.n_used;
+    src = a.b + (e % a.ne11) * a.nb1 + tok * a.nb2;
+  } else {
+    const std::int64_t i1 = q % a.n, s = q / a.n, i2 = s % a.ne12, i3 = s / a.ne12;
+    src = a.b + i1 * a.nb1 + i2 * a.nb2 + i3 * a.nb3;
+  }
+  float* dst = a.out + q * a.kp;
+  for (std::int64_t i = threadIdx.x; i < a.kp; i += stage_threads)
+    dst[i] = i < a.k ? load_float(src + i * a.nb0, a.type) : 0.0f;
+}
+
+// ---- the reference: one thread per output, double sums -------------------------------------
+
+constexpr int ref_threads = 128;
+template <class W>
+__global__ __launch_bounds__(ref_threads) void matmul_reference(mm_args p) {
+  const std::int64_t row = blockIdx.x * static_cast<std::int64_t>(ref_threads) + threadIdx.x;
+  if (row >= p.m) return;
+  for (std::int64_t q = blockIdx.y; q < p.ncols; q += gridDim.y) {
+    const char* w;
+    float* y;
+    const bool ok = column_of(p, q, w, y);
+    if (!ok) { y[row] = __int_as_float(0x7fc00000); continue; }
+    const auto* wr = reinterpret_cast<const typename W::block*>(w + row * p.w_nb1);
+    const float* x = p.x + q * p.kp;
+    double s = 0.0;
+    float f[32];
+    for (std::int64_t c = 0; c < p.kp / 32; ++c) {
+      fmt::decode_chunk<W>(wr, c, p.k, f);
+      for (int j = 0; j < 32; ++j) s += static_cast<double>(f[j]) * static_cast<double>(x[32 * c + j]);
+    }
+    y[row] = static_cast<float>(s);
+  }
+}
+
+// ---- matvec: warp per row, lane per chunk, NC columns per pass -----------------------------
+
+constexpr int mv_warps = 8, mv_threads = 32 * mv_warps;
+// Rows per warp: each lane's activation chunk is loaded from shared memory once and used
+// for all of them. For one or two columns the chunk is held in registers (32 or 64) and
+// a warp takes 2 rows, so a 4096-row matrix still spreads over 256 blocks (~2 per SM);
+// with 4 or 8 columns the activations are read per row (registers would not hold them)
+// and a warp takes 4 rows.
+template <int NC>
+constexpr int mv_rows_per_warp() { return NC <= 2 ? 2 : 4; }
+template <int NC>
+constexpr int mv_rows() { return mv_warps * mv_rows_per_warp<NC>(); }
+// K-slab staged at once: 2048 weights = 64 chunks, two per lane; NC * 2112 floats of
+// shared memory (8 columns: 67.6 KB, so three blocks fit an SM's 227 KB).
+constexpr int mv_slab = 2048;
+constexpr int mv_slab_padded = mv_slab / 32 * 33;
+
+template <int NC>
+constexpr std::size_t mv_smem() { return static_cast<std::size_t>(NC) * mv_slab_padded * sizeof(float); }
+
+template <class W, int NC>
+__global__ __launch_bounds__(mv_threads) void matvec(mm_args p) {
+  constexpr int R = mv_rows_per_warp<NC>();
+  constexpr bool x_in_regs = NC <= 2;
+  extern __shared__ float xs[];  // [NC][mv_slab_padded]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mv_rows<NC>()) + warp * R;
+  const std::int64_t per_slab = p.ids ? 1 : p.n;
+  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
+  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+
+  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
+    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
+    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
+    const std::int64_t q0 = slab * per_slab + c0;
+    const char* w;
+    float* y0;
+    const bool ok = column_of(p, q0, w, y0);  // every column of a group shares the slab
+
+    float acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+
+    for (std::int64_t k0 = 0; k0 < p.kp; k0 += mv_slab) {
+      const int len = static_cast<int>(p.kp - k0 < mv_slab ? p.kp - k0 : mv_slab);
+      __syncthreads();
+      for (int c = 0; c < NC; ++c) {
+        const float* x = p.x + (q0 + c) * p.kp + k0;
+        for (int i = threadIdx.x; i < len; i += mv_threads)
+          xs[c * mv_slab_padded + (i >> 5) * 33 + (i & 31)] = c < nc ? x[i] : 0.0f;
+      }
+      __syncthreads();
+      if (!ok) continue;
+      const int chunks = len / 32;
+      // one chunk of one row against the NC columns at xc (x_in_regs: xv)
+      auto dot_chunk = [&](int r, int cl, const float* xc, const float (*xv)[32]) {
+        const auto* wr = reinterpret_cast<const typename W::block*>(w + (row0 + r) * p.w_nb1);
+        float f[32];
+        fmt::decode_chunk<W>(wr, k0 / 32 + cl, p.k, f);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int j = 0; j < 32; ++j)
+            s[j & 3] = fmaf(f[j], x_in_regs ? xv[x_in_regs ? c : 0][j] : xc[c * mv_slab_padded + j], s[j & 3]);
+          acc[r][c] += (s[0] + s[1]) + (s[2] + s[3]);
+        }
+      };
+      if constexpr (x_in_regs) {
+        // chunk outer, rows inner: the activation chunk is read from shared memory once
+        for (int cl = lane; cl < chunks; cl += 32) {
+          const float* xc = xs + cl * 33;
+          float xv[NC][32];
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int j = 0; j < 32; ++j) xv[c][j] = xc[c * mv_slab_padded + j];
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            if (row0 + r < p.m) dot_chunk(r, cl, xc, xv);
+        }
+      } else {
+        // rows outer: with 4-8 columns the activations stay in shared memory, and one
+        // decoded chunk at a time keeps the kernel near 128 registers (chunk-outer order
+        // let the compiler interleave four rows' decodes: 255 registers and spills)
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (row0 + r >= p.m) break;
+          for (int cl = lane; cl < chunks; cl += 32) dot_chunk(r, cl, xs + cl * 33, nullptr);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], o);
+    if (lane < R) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const std::int64_t row = row0 + r;
+        if (r != lane || row >= p.m) continue;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          if (c >= nc) break;
+          const char* wc;
+          float* y;
+          column_of(p, q0 + c, wc, y);
+          y[row] = ok ? acc[r][c] : __int_as_float(0x7fc00000);
+        }
+      }
+    }
+  }
+}
+
+// ---- prompt path: tensor cores, f16 operands, f32 sums ----------------------------------------
+// A block owns 64 weight rows x 64 columns of one slab; per K-step of 64 each thread decodes
+// one chunk (bit-exact f32, then rounded to f16) into shared memory and converts half a
+// column's slab of activations to f16; four warps (2 x 2) each run 2 x 4 m16n8k16 MMAs per
+// 16 of K. Shared rows are 64 + 8 halves (36 words), so the fragment loads of the 8 groups
+// x 4 threads of a warp land in 32 different banks. f16 operands: each weight and
+// activation is rounded once to 11 bits (relative 2^-12), which is still ~8x finer than
+// the q8 activations the CPU uses for integer formats; f16 weights are exact, and the CPU
+// rounds their activations to f16 too. f32/bf16 weights stay on the f32 matvec path
+// (f16 would lose bf16's range).
+// Columns per slab above which mul_mat takes the tensor-core path (the matvec below reads
+// the weight once per 8 columns and is f32-FMA bound past that).
+constexpr int mma_min_n = 8;
+constexpr int mma_bm = 64, mma_bn = 64, mma_bk = 64, mma_threads = 128, mma_ld = mma_bk + 8;
+
+__device__ __forceinline__ void mma_16816(float* c, const unsigned* a, const unsigned* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the host picks this path only for compute capability >= 8.0
+#endif
+}
+
+template <class W>
+__global__ __launch_bounds__(mma_threads) void matmul_mma(mm_args p) {
+  __shared__ __align__(16) __half as[mma_bm * mma_ld];
+  __shared__ __align__(16) __half bs[mma_bn * mma_ld];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mma_bm);
+  const std::int64_t groups_per_slab = (p.n + mma_bn - 1) / mma_bn;
+  const std::int64_t n_groups = (p.ncols / p.n) * groups_per_slab;
+  const std::int64_t chunks = p.kp / 32;
+  const int lr = tid >> 1, lh = tid & 1;  // the row (column) and chunk this thread loads
+
+  for (std::int64_t grp = blockIdx.y; grp < n_groups; grp += gridDim.y) {
+    const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * mma_bn;
+    const int nc = static_cast<int>(p.n - c0 < mma_bn ? p.n - c0 : mma_bn);
+    const std::int64_t q0 = slab * p.n + c0;
+    const char* w;
+    float* y0;
+    column_of(p, q0, w, y0);
+    const std::int64_t arow = row0 + lr;
+    const auto* wr = reinterpret_cast<const typename W::block*>(w + (arow < p.m ? arow : 0) * p.w_nb1);
+    const float* xcol = p.x + (q0 + (lr < nc ? lr : 0)) * p.kp;
+
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    for (std::int64_t k0 = 0; k0 < p.kp; k0 += mma_bk) {
+      const std::int64_t chunk = k0 / 32 + lh;
+      float f[32];
+      if (arow < p.m && chunk < chunks) {
+        fmt::decode_chunk<W>(wr, chunk, p.k, f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) f[j] = 0.0f;
+      }
+      __half2 xb[16];
+      if (lr < nc && chunk < chunks) {
+        const float4* x4 = reinterpret_cast<const float4*>(xcol + 32 * chunk);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float4 v = x4[j];
+          xb[2 * j] = __floats2half2_rn(v.x, v.y);
+          xb[2 * j + 1] = __floats2half2_rn(v.z, v.w);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) xb[j] = __floats2half2_rn(0.0f, 0.0f);
+      }
+      __syncthreads();  // the previous step's fragments are read
+      __half2* ad = reinterpret_cast<__half2*>(as + lr * mma_ld + 32 * lh);
+      __half2* bd = reinterpret_cast<__half2*>(bs + lr * mma_ld + 32 * lh);
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        ad[j] = __floats2half2_rn(f[2 * j], f[2 * j + 1]);
+        bd[j] = xb[j];
+      }
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < mma_bk; kk += 16) {
+        unsigned a[2][4], b[4][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+          const __half* base = as + (wm * 32 + mi * 16 + g) * mma_ld + kk + 2 * t;
+          a[mi][0] = *reinterpret_cast<const unsigned*>(base);
+          a[mi][1] = *reinterpret_cast<const unsigned*>(base + 8 * mma_ld);
+          a[mi][2] = *reinterpret_cast<const unsigned*>(base + 8);
+          a[mi][3] = *reinterpret_cast<const unsigned*>(base + 8 * mma_ld + 8);
+        }
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni) {
+          const __half* base = bs + (wn * 32 + ni * 8 + g) * mma_ld + kk + 2 * t;
+          b[ni][0] = *reinterpret_cast<const unsigned*>(base);
+          b[ni][1] = *reinterpret_cast<const unsigned*>(base + 8);
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < 4; ++ni) mma_16816(acc[mi][ni], a[mi], b[ni]);
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t r = row0 + wm * 32 + mi * 16 + g + (e >= 2 ? 8 : 0);
+          const int c = wn * 32 + ni * 8 + 2 * t + (e & 1);
+          if (r >= p.m || c >= nc) continue;
+          const char* wc;
+          float* y;
+          column_of(p, q0 + c, wc, y);
+          y[r] = acc[mi][ni][e];
+        }
+    __syncthreads();  // the next group overwrites the tiles
+  }
+}
+
+// ---- get_rows --------------------------------------------------------------------------------
+
+struct rows_args {
+  const char* a;
+  std::int64_t a_nb1, a_nb2, a_nb3, a_rows, k;
+  const char* idx;
+  std::int64_t i_nb0, i_nb1, i_nb2;
+  char* y;
+  std::int64_t y_nb1, y_nb2, y_nb3;
+  std::int64_t ne1, ne2;  // dst rows per (i11), (i12)
+};
+
+constexpr int rows_threads = 128;
+template <class W>
+__global__ __launch_bounds__(rows_threads) void get_rows_kernel(rows_args p) {
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t i10 = r % p.ne1, i11 = (r / p.ne1) % p.ne2, i12 = r / (p.ne1 * p.ne2);
+  const int ix = *reinterpret_cast<const int*>(p.idx + i10 * p.i_nb0 + i11 * p.i_nb1 + i12 * p.i_nb2);
+  float* y = reinterpret_cast<float*>(p.y + i10 * p.y_nb1 + i11 * p.y_nb2 + i12 * p.y_nb3);
+  if (ix < 0 || ix >= p.a_rows) {  // the CPU throws; a NaN row is what the device can say
+    for (std::int64_t i = threadIdx.x; i < p.k; i += rows_threads) y[i] = __int_as_float(0x7fc00000);
+    return;
+  }
+  const auto* src = reinterpret_cast<const typename W::block*>(p.a + ix * p.a_nb1 + i11 * p.a_nb2 + i12 * p.a_nb3);
+  if constexpr (fmt::is_float<W>) {
+    for (std::int64_t i = threadIdx.x; i < p.k; i += rows_threads) y[i] = fmt::load_elem<W>(src, i);
+  } else {
+    for (std::int64_t c = threadIdx.x; c < p.k / 32; c += rows_threads) {
+      float f[32];
+      fmt::decode_chunk<W>(src, c, p.k, f);
+      float4* o = reinterpret_cast<float4*>(y + 32 * c);
+      if ((reinterpret_cast<std::uintptr_t>(o) & 15) == 0) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) o[j] = make_float4(f[4 * j], f[4 * j + 1], f[4 * j + 2], f[4 * j + 3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) y[32 * c + j] = f[j];
+      }
+    }
+  }
+}
+
+// i32 rows stay i32 (the reference's rule): bytes
+__global__ __launch_bounds__(rows_threads) void get_rows_i32(rows_args p) {
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t i10 = r % p.ne1, i11 = (r / p.ne1) % p.ne2, i12 = r / (p.ne1 * p.ne2);
+  const int ix = *reinterpret_cast<const int*>(p.idx + i10 * p.i_nb0 + i11 * p.i_nb1 + i12 * p.i_nb2);
+  int* y = reinterpret_cast<int*>(p.y + i10 * p.y_nb1 + i11 * p.y_nb2 + i12 * p.y_nb3);
+  if (ix < 0 || ix >= p.a_rows) return;
+  const int* src = reinterpret_cast<const int*>(p.a + ix * p.a_nb1 + i11 * p.a_nb2 + i12 * p.a_nb3);
+  for (std::int64_t i = threadIdx.x; i < p.k; i += rows_threads) y[i] = src[i];
+}
+
+// ---- host side -------------------------------------------------------------------------------
+
+bool weight_format(type t) { return formats::visit(t, [](auto) {}); }
+
+unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 ? (n > 0 ? n : 1) : 65535); }
+
+template <class W, int NC>
+void launch_matvec(const mm_args& p, std::int64_t groups, exec& x) {
+  constexpr std::size_t smem = mv_smem<NC>();
+  if constexpr (smem > 48 * 1024)
+    GK_CUDA_CHECK(cudaFuncSetAttribute(matvec<W, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
+  matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
+  GK_CUDA_LAUNCHED();
+}
+
+template <class W>
+void run_matmul(const tensor* node, exec& x) {
+  const tensor* a = node->src[0];
+  const tensor* b = node->src[1];
+  const tensor* ids = node->op == op::mul_mat_id ? node->src[2] : nullptr;
+  mm_args p{};
+  p.w = static_cast<const char*>(a->data);
+  p.w_nb1 = static_cast<std::int64_t>(a->nb[1]);
+  p.w_nb2 = static_cast<std::int64_t>(a->nb[2]);
+  p.w_nb3 = static_cast<std::int64_t>(a->nb[3]);
+  p.k = a->ne[0];
+  p.kp = (p.k + 31) / 32 * 32;
+  p.m = a->ne[1];
+  p.y = static_cast<char*>(node->data);
+  p.y_nb1 = static_cast<std::int64_t>(node->nb[1]);
+  p.y_nb2 = static_cast<std::int64_t>(node->nb[2]);
+  p.y_nb3 = static_cast<std::int64_t>(node->nb[3]);
+  stage_args s{};
+  s.b = static_cast<const char*>(b->data);
+  s.type = static_cast<int>(b->type);
+  s.nb0 = static_cast<std::int64_t>(b->nb[0]);
+  s.nb1 = static_cast<std::int64_t>(b->nb[1]);
+  s.nb2 = static_cast<std::int64_t>(b->nb[2]);
+  s.nb3 = static_cast<std::int64_t>(b->nb[3]);
+  s.k = p.k;
+  s.kp = p.kp;
+  if (ids) {
+    p.ids = static_cast<const char*>(ids->data);
+    p.ids_nb0 = static_cast<std::int64_t>(ids->nb[0]);
+    p.ids_nb1 = static_cast<std::int64_t>(ids->nb[1]);
+    p.n_used = ids->ne[0];
+    p.n_as = a->ne[2];
+    p.ncols = ids->ne[0] * ids->ne[1];
+    p.n = 1;
+    s.n_used = p.n_used;
+    s.ne11 = b->ne[1];
+  } else {
+    p.n = b->ne[1];
+    p.ne12 = b->ne[2];
+    p.r2 = b->ne[2] / a->ne[2];
+    p.r3 = b->ne[3] / a->ne[3];
+    p.ncols = b->ne[1] * b->ne[2] * b->ne[3];
+    s.n = p.n;
+    s.ne12 = p.ne12;
+  }
+  if (p.ncols == 0 || p.m == 0) return;
+  float* staged = static_cast<float*>(x.scratch(static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float)));
+  s.out = staged;
+  p.x = staged;
+  stage_columns<<<static_cast<unsigned>(p.ncols), stage_threads, 0, x.stream>>>(s);
+  GK_CUDA_LAUNCHED();
+
+  const int path = g_path >= 0 ? g_path : path_override();
+  if (path == 1) {
+    const dim3 grid(blocks_for(p.m, ref_threads), grid_y(p.ncols));
+    matmul_reference<W><<<grid, ref_threads, 0, x.stream>>>(p);
+    GK_CUDA_LAUNCHED();
+    return;
+  }
+  const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
+  if constexpr (W::id != type::f32 && W::id != type::bf16) {
+    if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2) {
+      const dim3 grid(blocks_for(p.m, mma_bm), grid_y(slabs * ((per_slab + mma_bn - 1) / mma_bn)));
+      matmul_mma<W><<<grid, mma_threads, 0, x.stream>>>(p);
+      GK_CUDA_LAUNCHED();
+      return;
+    }
+  }
+  if (per_slab == 1) return launch_matvec<W, 1>(p, slabs, x);
+  if (per_slab == 2) return launch_matvec<W, 2>(p, slabs, x);
+  if (per_slab <= 4) return launch_matvec<W, 4>(p, slabs, x);
+  launch_matvec<W, 8>(p, slabs * ((per_slab + 7) / 8), x);
+}
+
+template <class W>
+void run_get_rows(const tensor* node, exec& x) {
+  const tensor* a = node->src[0];
+  const tensor* b = node->src[1];
+  rows_args p{};
+  p.a = static_cast<const char*>(a->data);
+  p.a_nb1 = static_cast<std::int64_t>(a->nb[1]);
+  p.a_nb2 = static_cast<std::int64_t>(a->nb[2]);
+  p.a_nb3 = static_cast<std::int64_t>(a->nb[3]);
+  p.a_rows = a->ne[1];
+  p.k = a->ne[0];
+  p.idx = static_cast<const char*>(b->data);
+  p.i_nb0 = static_cast<std::int64_t>(b->nb[0]);
+  p.i_nb1 = static_cast<std::int64_t>(b->nb[1]);
+  p.i_nb2 = static_cast<std::int64_t>(b->nb[2]);
+  p.y = static_cast<char*>(node->data);
+  p.y_nb1 = static_cast<std::int64_t>(node->nb[1]);
+  p.y_nb2 = static_cast<std::int64_t>(node->nb[2]);
+  p.y_nb3 = static_cast<std::int64_t>(node->nb[3]);
+  p.ne1 = node->ne[1];
+  p.ne2 = node->ne[2];
+  const std::int64_t rows = node->ne[1] * node->ne[2] * node->ne[3];
+  if (rows == 0) return;
+  if constexpr (std::is_void_v<W>) get_rows_i32<<<static_cast<unsigned>(rows), rows_threads, 0, x.stream>>>(p);
+  else get_rows_kernel<W><<<static_cast<unsigned>(rows), rows_threads, 0, x.stream>>>(p);
+  GK_CUDA_LAUNCHED();
+}
+
+bool float_act(type t) { return t == type::f32 || t == type::f16 || t == type::bf16; }
+bool f32_rows(const tensor* t) { return t->type == type::f32 && t->nb[0] == sizeof(float); }
+
+}  // namespace
+
+// For tests: 0 auto, 1 the reference kernel, 2 matvec for every N (no tensor cores). Not thread-safe; set it
+// between graph computes.
+void matmul_set_path(int path) { g_path = path; }
+
+bool matmul_supports(const tensor* n) {
+  const tensor* a = n->src[0];
+  const tensor* b = n->src[1];
+  if (!a || !b) return false;
+  switch (n->op) {
+    case op::get_rows:
+      if (b->type != type::i32 || !a->rows_contiguous()) return false;
+      if (a->type == type::i32) return n->type == type::i32 && n->nb[0] == 4;
+      return weight_format(a->type) && f32_rows(n);
+    case op::mul_mat:
+      return weight_format(a->type) && a->type != type::q8_K && a->rows_contiguous() && float_act(b->type) &&
+             f32_rows(n);
+    case op::mul_mat_id:
+      return weight_format(a->type) && a->type != type::q8_K && a->rows_contiguous() && float_act(b->type) &&
+             f32_rows(n) && n->src[2] && n->src[2]->type == type::i32;
+    default:
+      return false;
+  }
+}
+
+void matmul_run(const tensor* n, exec& x) {
+  if (n->op == op::get_rows && n->src[0]->type == type::i32) return run_get_rows<void>(n, x);
+  const bool ok = formats::visit(n->src[0]->type, [&]<class W>(std::type_identity<W>) {
+    if (n->op == op::get_rows) run_get_rows<W>(n, x);
+    else if constexpr (W::id != type::q8_K) run_matmul<W>(n, x);
+  });
+  if (!ok) throw error("gk: CUDA: no kernel for " + describe(n));
+}
+
 }  // namespace gk::cuda

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+// CUDA matmul family on trial: get_rows, mul_mat, mul_mat_id for every weight format.
+//
+// get_rows is a pure decode, so it must equal the CPU bit for bit. mul_mat cannot: the CPU
+// encodes activations to q8_0/q8_1/q8_K for integer formats (f16 for f16 weights), the
+// device keeps them f32. Both are measured against the truth (weights decoded on the host
+// by gk's own W::decode, activations as stored, sums in double), each output's error
+// divided by sum_k |w_k x_k| (the size float rounding scales with):
+//   - the fast path:      err <= 2 * (the CPU's err) + 4e-6
+//   - the reference path: err <= 1.2e-7 (bit-exact decode, double sum, one final rounding:
+//                         2^-24 |y| <= 6e-8 sum |w x|, doubled for slack)
+//   - fast vs reference:  matvec (f32 operands): <= 4e-6 (f32 sums of K <= 4352 products;
+//                         random data lands near 1e-7, the bound leaves room for unlucky
+//                         cancellation); tensor-core path (f16 operands, more than 8
+//                         columns, weights not f32/bf16): <= 1.1e-3 (each operand rounded
+//                         once to f16, relative 2^-11 at worst, so a product is off by at
+//                         most 2^-10 ~ 9.8e-4 of |w x|, plus f32 sums)
+// The fast path is also run with the reference kernel (gk::cuda::matmul_set_path(1)) on
+// the same inputs, so a wrong fast kernel cannot hide behind a loose truth bar.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace gk::cuda {
+void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 fast
+}
+
+namespace {
+
+using gk::type;
+using gk_cuda_test::pair;
+
+// Weight rows encoded once per (format, k, rows) from normal(0, 1) values.
+const std::vector<unsigned char>& weight_bytes(type t, std::int64_t k, std::int64_t rows) {
+  static std::map<std::tuple<int, std::int64_t, std::int64_t>, std::vector<unsigned char>> cache;
+  auto key = std::make_tuple(static_cast<int>(t), k, rows);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::vector<unsigned char> bytes(gk::row_size(t, k) * static_cast<std::size_t>(rows));
+  std::mt19937 rng(static_cast<unsigned>(1000 + static_cast<int>(t) * 7 + k));
+  std::normal_distribution<float> g;
+  std::vector<float> row(static_cast<std::size_t>(k));
+  gk::formats::visit(t, [&]<class W>(std::type_identity<W>) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = g(rng);
+      gk::encode_row<W>(row.data(), reinterpret_cast<typename W::block*>(bytes.data() + r * gk::row_size(t, k)), k,
+                        nullptr);
+    }
+  });
+  return cache.emplace(key, std::move(bytes)).first->second;
+}
+
+// Host decode of weight row r (gk's CPU definition).
+std::vector<float> decode_rows(type t, const unsigned char* bytes, std::int64_t k, std::int64_t rows) {
+  std::vector<float> out(static_cast<std::size_t>(k * rows));
+  gk::formats::visit(t, [&]<class W>(std::type_identity<W>) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      gk::decode_row<W>(reinterpret_cast<const typename W::block*>(bytes + r * gk::row_size(t, k)), out.data() + r * k, k);
+  });
+  return out;
+}
+
+float load_act(const gk::tensor* b, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+  const char* p = static_cast<const char*>(b->data) + i0 * b->nb[0] + i1 * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
+  return gk::cpu::load_f32(b->type, p);
+}
+
+void fill_act(gk::tensor* t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const std::int64_t n = t->nelements();
+  for (std::int64_t i = 0; i < n; ++i)
+    gk::cpu::store_f32(t->type, static_cast<char*>(t->data) + i * static_cast<std::int64_t>(gk::type_size(t->type)), u(rng));
+}
+
+std::int64_t k_for(type t) {
+  const std::int64_t bs = gk::block_size(t);
+  return bs == 1 ? 67 : bs == 256 ? 512 : 5 * bs;
+}
+
+// Truth per output and the error scale sum |w x|.
+struct truth {
+  std::vector<double> y, scale;
+};
+
+struct errors {
+  double cpu = 0, fast = 0, ref = 0, fast_vs_ref = 0;
+};
+
+errors measure(const pair& fast, const pair& ref, const truth& t) {
+  errors e;
+  REQUIRE(fast.cpu.size() == t.y.size());
+  for (std::size_t i = 0; i < t.y.size(); ++i) {
+    const double s = t.scale[i] > 0 ? t.scale[i] : 1e-30;
+    e.cpu = std::max(e.cpu, std::fabs(fast.cpu[i] - t.y[i]) / s);
+    const double df = std::fabs(fast.dev[i] - t.y[i]) / s, dr = std::fabs(ref.dev[i] - t.y[i]) / s;
+    e.fast = std::max(e.fast, std::isnan(df) ? INFINITY : df);
+    e.ref = std::max(e.ref, std::isnan(dr) ? INFINITY : dr);
+    const double d = std::fabs(fast.dev[i] - ref.dev[i]) / s;
+    e.fast_vs_ref = std::max(e.fast_vs_ref, std::isnan(d) ? INFINITY : d);
+  }
+  return e;
+}
+
+// matmul.cu's rule: mul_mat with more than 8 columns per slab and weights other than
+// f32/bf16 runs on tensor cores with f16 operands.
+bool uses_mma(type wt, std::int64_t n_per_slab) { return n_per_slab > 8 && wt != type::f32 && wt != type::bf16; }
+
+void check(const errors& e, const std::string& what, bool mma = false) {
+  INFO(what << (mma ? " (tensor cores)" : " (matvec)") << ": error / sum|wx|: cpu " << e.cpu << ", fast " << e.fast
+            << ", reference " << e.ref << ", fast vs reference " << e.fast_vs_ref);
+  CHECK(e.fast <= 2 * e.cpu + 4e-6);
+  CHECK(e.ref <= 1.2e-7);
+  CHECK(e.fast_vs_ref <= (mma ? 1.1e-3 : 4e-6));
+}
+
+// Runs build twice on the device (fast path, then the reference kernel) and once on the CPU.
+// fast_path: 0 what matmul.cu picks, 2 the matvec kernel whatever N is.
+template <class Build>
+errors run_both(Build&& build, truth& t, int fast_path = 0) {
+  gk::cuda::matmul_set_path(fast_path);
+  pair fast = gk_cuda_test::run_pair(build);
+  gk::cuda::matmul_set_path(1);
+  pair ref = gk_cuda_test::run_pair(build);
+  gk::cuda::matmul_set_path(0);
+  return measure(fast, ref, t);
+}
+
+struct mm_shape {
+  std::int64_t k, m, n, a2 = 1, a3 = 1, b2 = 1, b3 = 1;
+  type act = type::f32;
+  bool transposed = false;  // b is transpose(base) with base [n, k, b2, b3]
+};
+
+errors run_mul_mat(type wt, const mm_shape& s, int fast_path = 0) {
+  truth t;
+  auto build = [&](gk::context& ctx) {
+    gk::tensor* a = ctx.new_tensor_4d(wt, s.k, s.m, s.a2, s.a3);
+    a->set_name("#w");
+    gk::tensor* base = s.transposed ? ctx.new_tensor_4d(s.act, s.n, s.k, s.b2, s.b3)
+                                    : ctx.new_tensor_4d(s.act, s.k, s.n, s.b2, s.b3);
+    base->set_name("#x");
+    gk::tensor* b = s.transposed ? gk::transpose(ctx, base) : base;
+    gk::tensor* y = gk::mul_mat(ctx, a, b);
+    if (a->data) {  // the CPU-side build: fill, and work out the truth
+      const auto& wb = weight_bytes(wt, s.k, s.m * s.a2 * s.a3);
+      std::memcpy(a->data, wb.data(), wb.size());
+      std::mt19937 rng(7);
+      fill_act(base, rng);
+      const std::vector<float> w = decode_rows(wt, wb.data(), s.k, s.m * s.a2 * s.a3);
+      const std::int64_t r2 = s.b2 / s.a2, r3 = s.b3 / s.a3;
+      t.y.clear();
+      t.scale.clear();
+      for (std::int64_t i3 = 0; i3 < s.b3; ++i3)
+        for (std::int64_t i2 = 0; i2 < s.b2; ++i2)
+          for (std::int64_t i1 = 0; i1 < s.n; ++i1)
+            for (std::int64_t m = 0; m < s.m; ++m) {
+              const float* wr = w.data() + (((i3 / r3) * s.a2 + i2 / r2) * s.m + m) * s.k;
+              double sum = 0, sc = 0;
+              for (std::int64_t k = 0; k < s.k; ++k) {
+                const double x = load_act(b, k, i1, i2, i3);
+                sum += wr[k] * x;
+                sc += std::fabs(wr[k] * x);
+              }
+              t.y.push_back(sum);
+              t.scale.push_back(sc);
+            }
+    }
+    return y;
+  };
+  return run_both(build, t, fast_path);
+}
+
+template <class F>
+void each_weight_format(F&& f) {
+  std::apply([&](auto... w) { (f(decltype(w){}), ...); },
+             std::tuple<std::type_identity<gk::formats::f32>, std::type_identity<gk::formats::f16>,
+                        std::type_identity<gk::formats::bf16>, std::type_identity<gk::formats::q4_0>,
+                        std::type_identity<gk::formats::q4_1>, std::type_identity<gk::formats::q5_0>,
+                        std::type_identity<gk::formats::q5_1>, std::type_identity<gk::formats::q8_0>,
+                        std::type_identity<gk::formats::q8_1>, std::type_identity<gk::formats::q2_K>,
+                        std::type_identity<gk::formats::q3_K>, std::type_identity<gk::formats::q4_K>,
+                        std::type_identity<gk::formats::q5_K>, std::type_identity<gk::formats::q6_K>,
+                        std::type_identity<gk::formats::tq1_0>, std::type_identity<gk::formats::tq2_0>,
+                        std::type_identity<gk::formats::mxfp4>, std::type_identity<gk::formats::nvfp4>,
+                        std::type_identity<gk::formats::q1_0>, std::type_identity<gk::formats::q2_0>,
+                        std::type_identity<gk::formats::iq1_s>, std::type_identity<gk::formats::iq1_m>,
+                        std::type_identity<gk::formats::iq2_xxs>, std::type_identity<gk::formats::iq2_xs>,
+                        std::type_identity<gk::formats::iq2_s>, std::type_identity<gk::formats::iq3_xxs>,
+                        std::type_identity<gk::formats::iq3_s>, std::type_identity<gk::formats::iq4_nl>,
+                        std::type_identity<gk::formats::iq4_xs>>{});
+}
+
+}  // namespace
+
+TEST_CASE("cuda get_rows: every format decodes bit-identical to the CPU", "[cuda][matmul][get_rows]") {
+  auto one = [&](type t) {
+    const std::int64_t k = k_for(t);
+    pair p = gk_cuda_test::run_pair([&](gk::context& ctx) {
+      gk::tensor* a = ctx.new_tensor_4d(t, k, 9, 2, 1);
+      a->set_name("#a");
+      gk::tensor* idx = ctx.new_tensor_3d(type::i32, 5, 2, 1);
+      idx->set_name("#i");
+      if (a->data) {
+        const auto& wb = weight_bytes(t, k, 18);
+        std::memcpy(a->data, wb.data(), wb.size());
+        const std::int32_t v[10] = {0, 8, 3, 3, 7, 1, 0, 5, 8, 2};
+        std::memcpy(idx->data, v, sizeof v);
+      }
+      return gk::get_rows(ctx, a, idx);
+    });
+    INFO("format " << gk::name(t) << ": " << p.what);
+    CHECK(p.bit_equal());
+  };
+  each_weight_format([&]<class W>(std::type_identity<W>) { one(W::id); });
+  one(type::q8_K);
+}
+
+TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the truth and the reference kernel",
+          "[cuda][matmul]") {
+  each_weight_format([&]<class W>(std::type_identity<W>) {
+    for (std::int64_t n : {1, 3, 8, 17, 64, 130}) {
+      const mm_shape s{k_for(W::id), 67, n};
+      const errors e = run_mul_mat(W::id, s);
+      std::printf("mul_mat %-8s k %4lld n %3lld: err/sum|wx| cpu %.2e fast %.2e ref %.2e fast-ref %.2e\n",
+                  std::string(gk::name(W::id)).c_str(), static_cast<long long>(s.k), static_cast<long long>(n), e.cpu,
+                  e.fast, e.ref, e.fast_vs_ref);
+      check(e, std::string(gk::name(W::id)) + " n " + std::to_string(n), uses_mma(W::id, n));
+      if (uses_mma(W::id, n))  // the matvec kernel at this N too (GK_CUDA_MATMUL=matvec)
+        check(run_mul_mat(W::id, s, 2), std::string(gk::name(W::id)) + " matvec forced, n " + std::to_string(n));
+    }
+  });
+}
+
+TEST_CASE("cuda mul_mat: rows longer than one shared-memory slab (k = 4352)", "[cuda][matmul]") {
+  for (type t : {type::f32, type::f16, type::q4_0, type::q8_0, type::q4_K, type::q6_K, type::iq2_xxs, type::iq4_xs})
+    for (std::int64_t n : {1, 5, 9}) {
+      const errors e = run_mul_mat(t, mm_shape{4352, 40, n});
+      check(e, std::string(gk::name(t)) + " k 4352 n " + std::to_string(n), uses_mma(t, n));
+    }
+}
+
+TEST_CASE("cuda mul_mat: weight broadcast over dims 2 and 3", "[cuda][matmul]") {
+  for (type t : {type::f16, type::q4_0, type::q5_1, type::q3_K, type::iq3_s, type::nvfp4})
+    for (std::int64_t n : {1, 2, 6, 19}) {
+      mm_shape s{k_for(t), 35, n};
+      s.a2 = 2;
+      s.a3 = 1;
+      s.b2 = 4;
+      s.b3 = 3;
+      check(run_mul_mat(t, s), std::string(gk::name(t)) + " broadcast n " + std::to_string(n), uses_mma(t, n));
+    }
+}
+
+TEST_CASE("cuda mul_mat: transposed (non-contiguous) and f16/bf16 activations", "[cuda][matmul]") {
+  for (type t : {type::f32, type::bf16, type::q4_K, type::iq2_s, type::mxfp4})
+    for (type act : {type::f32, type::f16, type::bf16})
+      for (std::int64_t n : {1, 7, 33}) {
+        mm_shape s{k_for(t), 21, n};
+        s.act = act;
+        s.transposed = true;
+        s.b2 = 2;
+        check(run_mul_mat(t, s), std::string(gk::name(t)) + " transposed " + std::string(gk::name(act)) + " n " +
+                                     std::to_string(n), uses_mma(t, n));
+        s.transposed = false;
+        check(run_mul_mat(t, s), std::string(gk::name(t)) + " " + std::string(gk::name(act)) + " n " +
+                                     std::to_string(n), uses_mma(t, n));
+      }
+}
+
+TEST_CASE("cuda mul_mat_id: experts chosen per token, against the truth and the reference kernel", "[cuda][matmul]") {
+  for (type wt : {type::f32, type::bf16, type::q4_0, type::q8_0, type::q4_K, type::q6_K, type::iq3_xxs, type::iq1_m,
+                  type::mxfp4, type::tq2_0})
+    for (std::int64_t nb1 : {1, 2}) {
+      const std::int64_t k = k_for(wt), m = 45, n_as = 5, n_used = 2, n_tok = 6;
+      truth t;
+      auto build = [&](gk::context& ctx) {
+        gk::tensor* as = ctx.new_tensor_3d(wt, k, m, n_as);
+        as->set_name("#w");
+        gk::tensor* b = ctx.new_tensor_3d(type::f32, k, nb1, n_tok);
+        b->set_name("#x");
+        gk::tensor* ids = ctx.new_tensor_2d(type::i32, n_used, n_tok);
+        ids->set_name("#ids");
+        gk::tensor* y = gk::mul_mat_id(ctx, as, b, ids);
+        if (as->data) {
+          const auto& wb = weight_bytes(wt, k, m * n_as);
+          std::memcpy(as->data, wb.data(), wb.size());
+          std::mt19937 rng(11);
+          fill_act(b, rng);
+          auto* id = static_cast<std::int32_t*>(ids->data);
+          for (std::int64_t tok = 0; tok < n_tok; ++tok)
+            for (std::int64_t e = 0; e < n_used; ++e) id[tok * n_used + e] = static_cast<std::int32_t>((3 * tok + 2 * e) % n_as);
+          const std::vector<float> w = decode_rows(wt, wb.data(), k, m * n_as);
+          t.y.clear();
+          t.scale.clear();
+          for (std::int64_t tok = 0; tok < n_tok; ++tok)
+            for (std::int64_t e = 0; e < n_used; ++e)
+              for (std::int64_t r = 0; r < m; ++r) {
+                const float* wr = w.data() + (id[tok * n_used + e] * m + r) * k;
+                double sum = 0, sc = 0;
+                for (std::int64_t i = 0; i < k; ++i) {
+                  const double x = load_act(b, i, e % nb1, tok, 0);
+                  sum += wr[i] * x;
+                  sc += std::fabs(wr[i] * x);
+                }
+                t.y.push_back(sum);
+                t.scale.push_back(sc);
+              }
+        }
+        return y;
+      };
+      check(run_both(build, t), std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1));
+    }
+}
