@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Works out the CUDA architectures gk's device code is compiled for, when
-# -Dcuda_architectures is empty. Prints one line: a semicolon list of compute
+# -Dcuda-architectures is empty (a list given there is only sorted). Prints one line: a semicolon list of compute
 # capabilities ("80;86;89;90;120"); the newest also gets PTX (meson adds it).
 #
 #   1. the real architectures this nvcc can emit (nvcc --list-gpu-code), sm_75 and up;
@@ -26,6 +26,12 @@ def run(cmd):
 
 def main():
     nvcc = sys.argv[1] if len(sys.argv) > 1 else "nvcc"
+    if len(sys.argv) > 2 and sys.argv[2].strip():
+        # a list the user gave: normalised (ascending, no duplicates), since the build
+        # compiles one PTX at the lowest and assembles it for each
+        given = sorted({int(a) for a in re.split(r"[;,\s]+", sys.argv[2]) if a.strip()})
+        print(";".join(str(a) for a in given))
+        return
     known = sorted({int(m) for m in re.findall(r"sm_(\d+)", run([nvcc, "--list-gpu-code"]))})
     known = [a for a in known if a >= 75]
     if not known:

@@ -46,7 +46,7 @@ echo "gk build: $(( $(date +%s) - t0 )) s"
 rc=0
 if [[ "$mode" == test || "$mode" == all ]]; then
   for exe in "$b"/tests/cuda/test_cuda_*; do
-    [[ -x "$exe" ]] || continue
+    [[ -f "$exe" && -x "$exe" ]] || continue
     n=$(basename "$exe")
     s=$(date +%s)
     GK_QUIET=1 timeout 300 "$exe" >"$OUT/$n.log" 2>&1
@@ -73,4 +73,6 @@ if [[ "$mode" != test ]]; then
   fi
   LD_LIBRARY_PATH="$refprefix/lib":${LD_LIBRARY_PATH:-} GK_QUIET=1 timeout 400 "$b/benchmarks/cuda/bench_cuda" 2>&1 | tee "$OUT/bench_cuda.txt"
 fi
+# the tool returns at most 8 files: the logs go back as one archive
+(cd "$OUT" && tar -czf logs.tar.gz ./*.log && rm -f ./*.log)
 exit $rc
