@@ -109,6 +109,13 @@ inline pair run_pair(const builder& build, unsigned seed = 1, std::size_t arena 
   std::mt19937 rng(seed);
   for (gk::tensor* l : ga.leafs())
     if (l->name[0] != '#' && !l->view_src) gk_test::fill_random(l, rng);
+  // The inputs as filled, kept for the device: an in-place node writes its output over
+  // its source leaf's storage, so after the CPU run that leaf holds the output.
+  std::vector<std::vector<unsigned char>> inputs;
+  for (gk::tensor* l : ga.leafs()) {
+    const auto* d = static_cast<const unsigned char*>(l->data);
+    inputs.emplace_back(d && l->nbytes() ? std::vector<unsigned char>(d, d + l->nbytes()) : std::vector<unsigned char>{});
+  }
   gk::cpu::compute(ga, 2);
   p.what = gk::describe(out_a);
   p.cpu_bytes.assign(static_cast<unsigned char*>(out_a->data), static_cast<unsigned char*>(out_a->data) + out_a->nbytes());
@@ -129,11 +136,11 @@ inline pair run_pair(const builder& build, unsigned seed = 1, std::size_t arena 
   std::size_t off = 0;
   for (int i = 0; i < gb.n_leafs(); ++i) {
     gk::tensor* l = gb.leafs()[static_cast<std::size_t>(i)];
-    const gk::tensor* la = ga.leafs()[static_cast<std::size_t>(i)];
+    const std::vector<unsigned char>& in = inputs[static_cast<std::size_t>(i)];
     if (l->view_src) continue;
     buf->init_tensor(l, off);
     off += (dm.alloc_size(l) + dm.alignment() - 1) / dm.alignment() * dm.alignment();
-    if (la->nbytes()) buf->set_tensor(l, la->data, 0, la->nbytes());
+    if (!in.empty()) buf->set_tensor(l, in.data(), 0, in.size());
   }
   gk::cpu_backend cpu(2);
   gk::sched s({&cuda_backend(), &cpu});
