@@ -6,10 +6,12 @@
 // __fadd_rn (never contracted), and every std::fma of the definition is __fmaf_rn.
 // Division and sqrtf are IEEE-rounded under nvcc's defaults (no --use_fast_math).
 //
-// libm functions that gk's CPU kernels call (logf, sinf, cosf, expm1f, log1pf) have no
+// libm functions that gk's CPU kernels call (logf, sinf, cosf, log1pf) have no
 // bit-for-bit device twin; dm::libm_* evaluate them in double and round once, which is
 // correctly rounded but for rare near-halfway cases, so they agree with glibc's (<= 1 ulp
-// implementations) to within 1 ulp.
+// implementations) to within 1 ulp. expm1f is the exception: xielu subtracts x from it,
+// and near xielu's zero that cancellation turned one ulp of expm1f into up to 768 ulps
+// of the output, so dm::expm1 is glibc's own expm1f (fdlibm's), operation for operation.
 // Self-contained: only CUDA's own headers.
 #pragma once
 
@@ -125,8 +127,78 @@ __device__ __forceinline__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fad
 __device__ __forceinline__ float libm_log(float x) { return static_cast<float>(::log(static_cast<double>(x))); }
 __device__ __forceinline__ float libm_sin(float x) { return static_cast<float>(::sin(static_cast<double>(x))); }
 __device__ __forceinline__ float libm_cos(float x) { return static_cast<float>(::cos(static_cast<double>(x))); }
-__device__ __forceinline__ float libm_expm1(float x) { return static_cast<float>(::expm1(static_cast<double>(x))); }
 __device__ __forceinline__ float libm_log1p(float x) { return static_cast<float>(::log1p(static_cast<double>(x))); }
+
+// expm1f as glibc 2.36 and earlier compute it (sysdeps/ieee754/flt-32/s_expm1f.c, fdlibm's
+// algorithm; x86-64 has no other variant), matched bit for bit on the host over every
+// float. x = k ln2 + r with r in [-ln2/2, ln2/2]; expm1(r) from a rational form in r^2
+// with a correction c for the rounding of r; then 2^k (expm1(r) + 1) - 1 arranged per k
+// so the result does not cancel. Later glibc releases replace it with the correctly
+// rounded CORE-MATH expm1f; a CPU linked against one of those differs here by an ulp.
+// GK_EXPM1F_BEGIN (tests extract the function between these two markers)
+__device__ __forceinline__ float expm1(float x) {
+  constexpr float ln2_hi = 6.9313812256e-01f, ln2_lo = 9.0580006145e-06f, invln2 = 1.4426950216e+00f;
+  constexpr float q1 = -3.3333335072e-02f, q2 = 1.5873016091e-03f, q3 = -7.9365076090e-05f,
+                  q4 = 4.0082177293e-06f, q5 = -2.0109921195e-07f;
+  const std::uint32_t hx = __float_as_uint(x) & 0x7fffffffu;
+  const bool neg = (__float_as_uint(x) >> 31) != 0;
+  if (hx >= 0x4195b844u) {  // |x| >= 27 ln2
+    if (hx > 0x7f800000u) return __fadd_rn(x, x);  // NaN
+    if (neg) return -1.0f;                         // -inf too
+    if (hx >= 0x42b17218u) return __int_as_float(0x7f800000);  // overflow, +inf
+  }
+  std::int32_t k = 0;
+  float c = 0.0f;
+  if (hx > 0x3eb17218u) {  // |x| > ln2 / 2: reduce
+    float hi, lo;
+    if (hx < 0x3f851592u) {  // |x| < 3 ln2 / 2
+      hi = neg ? __fadd_rn(x, ln2_hi) : __fsub_rn(x, ln2_hi);
+      lo = neg ? -ln2_lo : ln2_lo;
+      k = neg ? -1 : 1;
+    } else {
+      k = static_cast<std::int32_t>(__fadd_rn(__fmul_rn(invln2, x), neg ? -0.5f : 0.5f));  // truncates, as C
+      const float t = static_cast<float>(k);
+      hi = __fsub_rn(x, __fmul_rn(t, ln2_hi));
+      lo = __fmul_rn(t, ln2_lo);
+    }
+    x = __fsub_rn(hi, lo);
+    c = __fsub_rn(__fsub_rn(hi, x), lo);
+  } else if (hx < 0x33000000u) {  // |x| < 2^-25: x itself
+    return x;
+  }
+  const float hfx = __fmul_rn(0.5f, x);
+  const float hxs = __fmul_rn(x, hfx);
+  float r1 = __fadd_rn(q4, __fmul_rn(hxs, q5));
+  r1 = __fadd_rn(q3, __fmul_rn(hxs, r1));
+  r1 = __fadd_rn(q2, __fmul_rn(hxs, r1));
+  r1 = __fadd_rn(q1, __fmul_rn(hxs, r1));
+  r1 = __fadd_rn(1.0f, __fmul_rn(hxs, r1));
+  float t = __fsub_rn(3.0f, __fmul_rn(r1, hfx));
+  float e = __fmul_rn(hxs, __fdiv_rn(__fsub_rn(r1, t), __fsub_rn(6.0f, __fmul_rn(x, t))));
+  if (k == 0) return __fsub_rn(x, __fsub_rn(__fmul_rn(x, e), hxs));
+  e = __fsub_rn(__fmul_rn(x, __fsub_rn(e, c)), c);
+  e = __fsub_rn(e, hxs);
+  if (k == -1) return __fsub_rn(__fmul_rn(0.5f, __fsub_rn(x, e)), 0.5f);
+  if (k == 1) {
+    if (x < -0.25f) return __fmul_rn(-2.0f, __fsub_rn(e, __fadd_rn(x, 0.5f)));
+    return __fadd_rn(1.0f, __fmul_rn(2.0f, __fsub_rn(x, e)));
+  }
+  const std::int32_t kexp = static_cast<std::int32_t>(static_cast<std::uint32_t>(k) << 23);  // k in y's exponent
+  if (k <= -2 || k > 56) {
+    const float y = __fsub_rn(1.0f, __fsub_rn(e, x));
+    return __fsub_rn(__int_as_float(__float_as_int(y) + kexp), 1.0f);
+  }
+  float y;
+  if (k < 23) {
+    t = __int_as_float(0x3f800000 - (0x1000000 >> k));  // 1 - 2^-k
+    y = __fsub_rn(t, __fsub_rn(e, x));
+  } else {
+    t = __int_as_float((0x7f - k) << 23);  // 2^-k
+    y = __fadd_rn(__fsub_rn(x, __fadd_rn(e, t)), 1.0f);
+  }
+  return __int_as_float(__float_as_int(y) + kexp);
+}
+// GK_EXPM1F_END
 
 // Stores in the CPU's narrowing (gk/core/narrow.hpp), NaN included: round to nearest even,
 // f16 NaN as sign | 0x7e00, bf16 NaN as its top half with the quiet bit set.

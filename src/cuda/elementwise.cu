@@ -7,7 +7,8 @@
 // (device_math.cuh: gk's exp/erf/tanh polynomials, products that feed sums rounded
 // apart as the CPU's contraction-off build does), the store rounds once as the CPU's
 // narrowing does. Results are the CPU's bits, except where the CPU calls libm (log, sin,
-// cos, expm1 in elu/expm1/xielu, log1p in softplus): those are within 1 ulp.
+// cos, log1p in softplus): those are within 1 ulp. expm1 (elu, expm1, xielu) is glibc's
+// expm1f itself (dm::expm1), so those are the bits of a CPU on glibc up to 2.36's algorithm.
 //
 // Tensors are read and written through byte strides, so views, permutes and transposes
 // need no copy. A thread's element k is split into (i0, i1, i2, i3) of the destination
@@ -77,7 +78,7 @@ __device__ __forceinline__ float unary_of(int u, float v, float an, float ap, fl
     case unary_op::neg: return -v;
     case unary_op::step: return v > 0.0f ? 1.0f : 0.0f;
     case unary_op::tanh: return dm::tanh(v);
-    case unary_op::elu: return v > 0.0f ? v : dm::libm_expm1(v);
+    case unary_op::elu: return v > 0.0f ? v : dm::expm1(v);
     case unary_op::relu: return v > 0.0f ? v : 0.0f;
     case unary_op::sigmoid: return dm::sigmoid(v);
     case unary_op::gelu: return dm::gelu_tanh(v);
@@ -86,13 +87,13 @@ __device__ __forceinline__ float unary_of(int u, float v, float an, float ap, fl
     case unary_op::hardswish: return __fmul_rn(v, fminf(1.0f, fmaxf(0.0f, __fdiv_rn(__fadd_rn(v, 3.0f), 6.0f))));
     case unary_op::hardsigmoid: return fminf(1.0f, fmaxf(0.0f, __fdiv_rn(__fadd_rn(v, 3.0f), 6.0f)));
     case unary_op::exp: return dm::exp(v);
-    case unary_op::expm1: return dm::libm_expm1(v);
+    case unary_op::expm1: return dm::expm1(v);
     case unary_op::softplus: return v > 20.0f ? v : dm::libm_log1p(dm::exp(v));
     case unary_op::gelu_erf: return dm::gelu_erf(v);
     case unary_op::xielu: {
       // op_params 1..4; fminf: a NaN v gives eps, as the CPU's std::fmin
       if (v > 0.0f) return __fadd_rn(__fmul_rn(__fmul_rn(ap, v), v), __fmul_rn(beta, v));
-      return __fadd_rn(__fmul_rn(__fsub_rn(dm::libm_expm1(fminf(v, eps)), v), an), __fmul_rn(beta, v));
+      return __fadd_rn(__fmul_rn(__fsub_rn(dm::expm1(fminf(v, eps)), v), an), __fmul_rn(beta, v));
     }
     case unary_op::floor: return floorf(v);
     case unary_op::ceil: return ceilf(v);
