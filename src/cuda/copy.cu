@@ -314,14 +314,14 @@ __device__ __forceinline__ void put_f16(char* out, std::uint16_t h) {
 }
 
 // q4_0: d, then byte j = (q_j + 8) | (q_{j+16} + 8) << 4
-__device__ void encode_q4_0(const float* x, char* out, const scale_grids& g) {
+__device__ __noinline__ void encode_q4_0(const float* x, char* out, const scale_grids& g) {
   signed char q[32];
   put_f16(out, fit_scale<-8, 7>(x, g.q4_0, q));
   for (int j = 0; j < 16; ++j) out[2 + j] = static_cast<char>((q[j] + 8) | ((q[j + 16] + 8) << 4));
 }
 
 // q5_0: d, qh (fifth bits, bit j of a little-endian word), qs (low nibbles as q4_0)
-__device__ void encode_q5_0(const float* x, char* out, const scale_grids& g) {
+__device__ __noinline__ void encode_q5_0(const float* x, char* out, const scale_grids& g) {
   signed char q[32];
   put_f16(out, fit_scale<-16, 15>(x, g.q5_0, q));
   std::uint32_t h = 0;
@@ -493,7 +493,7 @@ __device__ void fit_affine(const float* x, unsigned char* q, std::uint16_t& dh, 
 }
 
 // q4_1: d, m, then byte j = q_j | q_{j+16} << 4
-__device__ void encode_q4_1(const float* x, char* out) {
+__device__ __noinline__ void encode_q4_1(const float* x, char* out) {
   unsigned char q[32];
   std::uint16_t dh, mh;
   fit_affine<15>(x, q, dh, mh);
@@ -503,7 +503,7 @@ __device__ void encode_q4_1(const float* x, char* out) {
 }
 
 // q5_1: d, m, qh (fifth bits), qs (low nibbles)
-__device__ void encode_q5_1(const float* x, char* out) {
+__device__ __noinline__ void encode_q5_1(const float* x, char* out) {
   unsigned char q[32];
   std::uint16_t dh, mh;
   fit_affine<31>(x, q, dh, mh);
@@ -643,7 +643,7 @@ __device__ void nl_sweep_sign(const float* y, const unsigned char* order, nl_top
   }
 }
 
-__device__ void encode_iq4_nl(const float* x, char* out) {
+__device__ __noinline__ void encode_iq4_nl(const float* x, char* out) {
   unsigned char L[32], T[32];
   float best = nl_group_codes(x, 0.0f, L);
   std::uint16_t best_h = 0;

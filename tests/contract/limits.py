@@ -146,6 +146,24 @@ def object_images(path):
             if body[:4] == b'\x7fELF':
                 members.append((f'{path}({name.rstrip("/")})', body))
             p += 60 + size + (size & 1)
+    elif d[:8] == b'!<thin>\n':  # a thin archive (meson's default): members are files beside it
+        p, longnames = 8, b''
+        while p + 60 <= len(d):
+            name = d[p:p + 16].decode(errors='replace').strip()
+            size = int(d[p + 48:p + 58].decode().strip())
+            if name == '//':
+                longnames = d[p + 60:p + 60 + size]
+            stored = name in ('/', '//', '/SYM64/')
+            if not stored:
+                if name.startswith('/') and name[1:].isdigit():
+                    off = int(name[1:])
+                    name = longnames[off:longnames.index(b'\n', off)].decode()
+                name = name.rstrip('/')
+                f = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+                body = open(f, 'rb').read()
+                if body[:4] == b'\x7fELF':
+                    members.append((f, body))
+            p += 60 + (size + (size & 1) if stored else 0)
     elif d[:4] == b'\x7fELF':
         members.append((path, d))
     out = []
