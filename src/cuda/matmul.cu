@@ -8,8 +8,14 @@
 //   - get_rows: a thread per chunk decodes and stores; bit-identical to the CPU.
 //   - stage: activations of any float type and strides become packed f32 columns in
 //     scratch, zero-padded to a whole number of chunks (mul_mat_id gathers its (slot,
-//     token) columns here, so the kernels below see one column list either way).
-//   - matvec<W, NC>: decode path (and f32/bf16 weights, and mul_mat_id). A warp owns 2-4
+//     token) columns here, so the kernels below see one column list either way). The
+//     matvec kernels skip it for contiguous, 16-byte aligned f32 columns (x_direct).
+//   - matvec_q<W, NC> (block formats) and matvec_f<W, NC> (f32/f16/bf16 with aligned
+//     rows): the N <= 8 decode path, laid out as matvec but reading the weight 16 bytes
+//     at a time (matvec_q: cp.async into shared memory, double-buffered; matvec_f:
+//     straight into registers); q4_0 and q4_K skip the float decode for an
+//     integer-to-float dot.
+//   - matvec<W, NC>: float weights with unaligned rows. A warp owns 2-4
 //     weight rows, each lane a chunk; a block of 8 warps owns 16-32 rows and stages a
 //     K-slab of up to NC columns in shared memory, padded to 33 floats per 32 so that
 //     lanes reading the same offset of different chunks hit different banks. Each decoded
@@ -25,10 +31,12 @@
 // never does: matvec keeps them f32, the tensor-core path rounds weights and activations
 // to f16 (2^-11 relative, ~8x finer than q8), so the device lands closer to the truth than
 // the CPU. Out-of-range expert or row ids give NaN outputs (the CPU throws).
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "formats.cuh"
+#include "gemm.cuh"
 #include "ops.hpp"
 
 namespace gk::cuda {
@@ -64,7 +72,20 @@ struct mm_args {
   const char* ids;
   std::int64_t ids_nb0, ids_nb1, n_used, n_as;
   std::int64_t ncols;            // columns in all
+  // matvec only: x_direct reads mul_mat's f32 activations in place (column q at
+  // x + i1 * x_nb1 + i2 * x_nb2 + i3 * x_nb3 bytes, 16-byte aligned, k == kp) instead of
+  // staged columns; saves the staging kernel and its pass over the activations.
+  bool x_direct;
+  std::int64_t x_nb1, x_nb2, x_nb3;
 };
+
+// Column q's kp activations (staged, or mul_mat's own f32 columns when x_direct).
+__device__ __forceinline__ const float* x_column(const mm_args& p, std::int64_t q) {
+  if (!p.x_direct) return p.x + q * p.kp;
+  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
+  return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.x) + i1 * p.x_nb1 + i2 * p.x_nb2 +
+                                        i3 * p.x_nb3);
+}
 
 // The weight slab and output column of column q; false for an expert index out of range.
 __device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, const char*& w, float*& y) {
@@ -182,7 +203,7 @@ __global__ __launch_bounds__(mv_threads) void matvec(mm_args p) {
       const int len = static_cast<int>(p.kp - k0 < mv_slab ? p.kp - k0 : mv_slab);
       __syncthreads();
       for (int c = 0; c < NC; ++c) {
-        const float* x = p.x + (q0 + c) * p.kp + k0;
+        const float* x = c < nc ? x_column(p, q0 + c) + k0 : nullptr;
         for (int i = threadIdx.x; i < len; i += mv_threads)
           xs[c * mv_slab_padded + (i >> 5) * 33 + (i & 31)] = c < nc ? x[i] : 0.0f;
       }
@@ -251,6 +272,379 @@ __global__ __launch_bounds__(mv_threads) void matvec(mm_args p) {
   }
 }
 
+// ---- matvec_q: block formats, weight bytes staged per warp ---------------------------------
+// The decode above reads a block's bytes one or two at a time straight from device memory:
+// 18 loads per q4_0 chunk, each waiting ~600 ns, and too few in flight to fill HBM. Here each
+// warp first copies its rows' bytes of the K-slab (at most 64 chunks: 1152 bytes of q4_0,
+// 2304 of q8_1) into shared memory with 16-byte cp.async, all of them in flight at once and
+// coalesced across the warp, then decodes from shared memory as matvec does. The copy starts
+// at the 16-byte boundary below the slab and ends at the one above: a few bytes outside the
+// row are read (never past the 16-byte segment holding the row's last byte).
+constexpr int mvq_rows_per_warp = 2;
+constexpr int mvq_rows = mv_warps * mvq_rows_per_warp;
+
+template <class W>
+constexpr int mvq_buf_bytes() {
+  constexpr int bytes = mv_slab / W::block_size * static_cast<int>(sizeof(typename W::block));
+  return (bytes + 30) / 16 * 16;  // room for a misaligned start and end
+}
+// Weight buffers: with one or two columns, two, so that slab s + 1 loads while slab s is
+// decoded (K = 4096 is just two slabs: both in flight from the start); with more columns
+// the activation slab takes the shared memory and one buffer is kept.
+template <int NC>
+constexpr int mvq_buffers() { return NC <= 2 ? 2 : 1; }
+template <class W, int NC>
+constexpr std::size_t mvq_smem() {
+  return mv_smem<NC>() + static_cast<std::size_t>(mvq_buffers<NC>() * mvq_rows) * mvq_buf_bytes<W>();
+}
+// the most dynamic shared memory a mat-vec block asks for: every chip served allows it
+constexpr std::size_t mv_smem_limit = 99 * 1024;
+
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+#else
+  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// until at most Pending of this thread's committed groups are still in flight
+template <int Pending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+// q4_K chunk c (its scale dl and min ml) against NC columns, as dl * sum(q x) - ml * sum(x):
+// the codes become floats four at a time (one 32-bit shared load, a shift and mask, then
+// PRMT into 2^23 + q and a subtract), ~4.5 instructions a weight against decode_chunk's ~7,
+// which left q4_K issue-bound. Needs the codes 4-byte aligned in shared memory.
+template <int NC>
+__device__ __forceinline__ void dot_q4_K(const F::q4_K::block& b, int c, const float* xc,
+                                         const float (*xv)[32], float* acc) {
+  const float d = fmt::h2f(b.d), dmin = fmt::h2f(b.dmin);
+  int sc, m;
+  fmt::scale_min_k4(b.scales, c, sc, m);
+  const float dl = fmt::mul(d, fmt::i2f(sc)), ml = fmt::mul(dmin, fmt::i2f(m));
+  const unsigned* q = reinterpret_cast<const unsigned*>(b.qs + 32 * (c / 2));
+  const int shift = 4 * (c & 1);
+  unsigned u[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) u[i] = (q[i] >> shift) & 0x0f0f0f0fu;
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc) {
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sx[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const float x = NC <= 2 ? xv[NC <= 2 ? cc : 0][j] : xc[cc * mv_slab_padded + j];
+      const float qf = __uint_as_float(__byte_perm(u[j / 4], 0x4b000000u, 0x7440 + j % 4)) - 8388608.0f;
+      s[j & 3] = fmaf(qf, x, s[j & 3]);
+      sx[j & 1] += x;
+    }
+    acc[cc] += dl * ((s[0] + s[1]) + (s[2] + s[3])) - ml * (sx[0] + sx[1]);
+  }
+}
+
+// q4_0 the same way, as d * sum((q - 8) x): its codes sit at byte 2 of an 18-byte block,
+// so they are read as 16-bit halves and paired into words before the PRMT.
+template <int NC>
+__device__ __forceinline__ void dot_q4_0(const F::q4_0::block& b, const float* xc, const float (*xv)[32], float* acc) {
+  const float d = fmt::h2f(b.d);
+  const auto* q = reinterpret_cast<const unsigned short*>(b.qs);
+  unsigned lo[4], hi[4];  // weights 4i .. 4i + 3 and 16 + 4i .. 16 + 4i + 3, a byte each
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const unsigned w = q[2 * i] | (static_cast<unsigned>(q[2 * i + 1]) << 16);
+    lo[i] = w & 0x0f0f0f0fu;
+    hi[i] = (w >> 4) & 0x0f0f0f0fu;
+  }
+#pragma unroll
+  for (int cc = 0; cc < NC; ++cc) {
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = NC <= 2 ? xv[NC <= 2 ? cc : 0][j] : xc[cc * mv_slab_padded + j];
+      const float x1 = NC <= 2 ? xv[NC <= 2 ? cc : 0][j + 16] : xc[cc * mv_slab_padded + j + 16];
+      // 2^23 + q as a float, minus 2^23 + 8: q - 8 exactly
+      const float q0 = __uint_as_float(__byte_perm(lo[j / 4], 0x4b000000u, 0x7440 + j % 4)) - 8388616.0f;
+      const float q1 = __uint_as_float(__byte_perm(hi[j / 4], 0x4b000000u, 0x7440 + j % 4)) - 8388616.0f;
+      s[j & 1] = fmaf(q0, x0, s[j & 1]);
+      s[2 + (j & 1)] = fmaf(q1, x1, s[2 + (j & 1)]);
+    }
+    acc[cc] += d * ((s[0] + s[1]) + (s[2] + s[3]));
+  }
+}
+
+// At most 128 registers (2 blocks, 16 warps an SM): q2_K/q3_K/q6_K took 150-230 and ran
+// 8 warps an SM, too few loads in flight.
+template <class W, int NC>
+__global__ __launch_bounds__(mv_threads, 2) void matvec_q(mm_args p) {
+  constexpr int R = mvq_rows_per_warp, B = W::block_size, S = sizeof(typename W::block);
+  constexpr int buf = mvq_buf_bytes<W>(), NB = mvq_buffers<NC>();
+  extern __shared__ __align__(16) float xs[];  // [NC][mv_slab_padded], then [NB][warps][R][buf] bytes
+  char* wbuf = reinterpret_cast<char*>(xs + NC * mv_slab_padded);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mvq_rows) + warp * R;
+  const std::int64_t per_slab = p.ids ? 1 : p.n;
+  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
+  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+
+  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
+    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
+    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
+    const std::int64_t q0 = slab * per_slab + c0;
+    const char* w;
+    float* y0;
+    const bool ok = column_of(p, q0, w, y0);
+
+    float acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+
+    // this warp's rows' bytes of the K-slab at k0 into buffer nb, as one cp.async group
+    auto fetch = [&](std::int64_t k0, int nb) {
+      const int bytes = static_cast<int>(p.kp - k0 < mv_slab ? p.kp - k0 : mv_slab) / B * S;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (!ok || row0 + r >= p.m) continue;
+        const std::uintptr_t src = reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S;
+        const int off = static_cast<int>(src & 15);
+        const char* base = reinterpret_cast<const char*>(src - off);
+        char* dst = wbuf + ((nb * mv_warps + warp) * R + r) * buf;
+        const int n16 = (off + bytes + 15) / 16;
+        for (int i = lane; i < n16; i += 32) copy16_async(dst + 16 * i, base + 16 * i);
+      }
+      copy_async_commit();
+    };
+    if constexpr (NB == 2) {
+      __syncthreads();  // the previous group's buffers are read
+      fetch(0, 0);
+    }
+    int it = 0;
+    for (std::int64_t k0 = 0; k0 < p.kp; k0 += mv_slab, ++it) {
+      const int len = static_cast<int>(p.kp - k0 < mv_slab ? p.kp - k0 : mv_slab);
+      const int cur = NB == 2 ? (it & 1) : 0;
+      const bool more = NB == 2 && k0 + mv_slab < p.kp;
+      __syncthreads();  // the previous slab's activations and weights are read
+      if (NB == 1) fetch(k0, 0);
+      else if (more) fetch(k0 + mv_slab, cur ^ 1);
+      for (int c = 0; c < NC; ++c) {
+        const float* x = c < nc ? x_column(p, q0 + c) + k0 : nullptr;
+        for (int i = threadIdx.x; i < len; i += mv_threads)
+          xs[c * mv_slab_padded + (i >> 5) * 33 + (i & 31)] = c < nc ? x[i] : 0.0f;
+      }
+      if (more) copy_async_wait<1>();
+      else copy_async_wait<0>();
+      __syncthreads();
+      if (!ok) continue;
+      int off[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        off[r] = static_cast<int>((reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S) & 15);
+      const int chunks = len / 32;
+      // one chunk of one row against the NC columns at xc (NC <= 2: xv)
+      auto dot_chunk = [&](int r, int cl, const float* xc, const float (*xv)[32]) {
+        const auto* wr =
+            reinterpret_cast<const typename W::block*>(wbuf + ((cur * mv_warps + warp) * R + r) * buf + off[r]);
+        if constexpr (W::id == type::q4_0) {
+          dot_q4_0<NC>(wr[cl], xc, xv, acc[r]);
+          return;
+        }
+        if constexpr (W::id == type::q4_K) {
+          if ((off[r] & 3) == 0) {
+            dot_q4_K<NC>(wr[cl / 8], cl % 8, xc, xv, acc[r]);
+            return;
+          }
+        }
+        float f[32];
+        fmt::decode_chunk<W>(wr, cl, p.k, f);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int j = 0; j < 32; ++j)
+            s[j & 3] = fmaf(f[j], NC <= 2 ? xv[NC <= 2 ? c : 0][j] : xc[c * mv_slab_padded + j], s[j & 3]);
+          acc[r][c] += (s[0] + s[1]) + (s[2] + s[3]);
+        }
+      };
+      if constexpr (NC <= 2) {
+        for (int cl = lane; cl < chunks; cl += 32) {
+          const float* xc = xs + cl * 33;
+          float xv[NC][32];
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int j = 0; j < 32; ++j) xv[c][j] = xc[c * mv_slab_padded + j];
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            if (row0 + r < p.m) dot_chunk(r, cl, xc, xv);
+        }
+      } else {
+        // rows outer, as in matvec: chunk-outer order interleaves the rows' decodes (255
+        // registers and spills at NC = 8)
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (row0 + r >= p.m) break;
+          for (int cl = lane; cl < chunks; cl += 32) dot_chunk(r, cl, xs + cl * 33, nullptr);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], o);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = row0 + r;
+      if (r != lane || row >= p.m) continue;
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (c >= nc) break;
+        const char* wc;
+        float* y;
+        column_of(p, q0 + c, wc, y);
+        y[row] = ok ? acc[r][c] : __int_as_float(0x7fc00000);
+      }
+    }
+  }
+}
+
+// ---- matvec_f: f32/f16/bf16 weights, 16-byte loads --------------------------------------
+// A warp owns R rows; lane l reads 16-byte vectors l, l + 32, ... of each row (512
+// contiguous bytes per warp load), U of them per row in flight before the first use, and
+// the matching activations as float4 (L1/L2 hits: every warp of an SM reads the same
+// columns). U = 4, R = 4: 16 vectors (256 bytes) a lane in flight, ~32 KB an SM at M = 4096
+// (8 warps an SM), over the ~22 KB that 4.2 TB/s x ~700 ns of latency asks of each of 132. Needs 16-byte aligned rows and activation columns and k a whole number of
+// vectors; the host falls back to matvec otherwise. Four warps a block, so M = 4096 still
+// gives 256 blocks (~2 per SM).
+constexpr int mvf_warps = 4, mvf_threads = 32 * mvf_warps;
+template <int NC>
+constexpr int mvf_rows_per_warp() { return NC <= 2 ? 4 : 2; }
+template <int NC>
+constexpr int mvf_rows() { return mvf_warps * mvf_rows_per_warp<NC>(); }
+
+template <class W>
+__device__ __forceinline__ void widen(const uint4& v, float* o) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+  if constexpr (W::id == type::f32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[i] = __uint_as_float(u[i]);
+  } else if constexpr (W::id == type::f16) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&u[i]));
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      o[2 * i] = __uint_as_float(u[i] << 16);
+      o[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+  }
+}
+
+template <class W, int NC>
+__global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
+  constexpr int R = mvf_rows_per_warp<NC>(), E = 16 / static_cast<int>(sizeof(typename W::block)), U = 4;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mvf_rows<NC>()) + warp * R;
+  const std::int64_t per_slab = p.ids ? 1 : p.n;
+  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
+  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const std::int64_t nv = p.k / E;  // vectors per row
+
+  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
+    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
+    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
+    const std::int64_t q0 = slab * per_slab + c0;
+    const char* w;
+    float* y0;
+    const bool ok = column_of(p, q0, w, y0);
+    const uint4* wr[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      wr[r] = reinterpret_cast<const uint4*>(w + (row0 + r < p.m ? row0 + r : row0) * p.w_nb1);
+    const float4* xc[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) xc[c] = reinterpret_cast<const float4*>(x_column(p, q0 + (c < nc ? c : 0)));
+
+    float acc[R][NC][2];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c][0] = acc[r][c][1] = 0.0f;
+
+    if (ok && row0 < p.m) {
+      for (std::int64_t v0 = lane; v0 < nv; v0 += 32 * U) {
+        uint4 wv[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            wv[u][r] = v0 + 32 * u < nv ? __ldg(wr[r] + v0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const std::int64_t v = v0 + 32 * u;
+          if (v >= nv) break;
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            float xv[E];
+#pragma unroll
+            for (int h = 0; h < E / 4; ++h) {
+              const float4 t = __ldg(xc[c] + v * (E / 4) + h);
+              xv[4 * h] = t.x;
+              xv[4 * h + 1] = t.y;
+              xv[4 * h + 2] = t.z;
+              xv[4 * h + 3] = t.w;
+            }
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+              float f[E];
+              widen<W>(wv[u][r], f);
+#pragma unroll
+              for (int j = 0; j < E; ++j) acc[r][c][j & 1] = fmaf(f[j], xv[j], acc[r][c][j & 1]);
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        float s = acc[r][c][0] + acc[r][c][1];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        acc[r][c][0] = s;
+      }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = row0 + r;
+      if (r != lane || row >= p.m) continue;
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (c >= nc) break;
+        const char* wc;
+        float* y;
+        column_of(p, q0 + c, wc, y);
+        y[row] = ok ? acc[r][c][0] : __int_as_float(0x7fc00000);
+      }
+    }
+  }
+}
+
 // ---- prompt path: tensor cores, f16 operands, f32 sums ----------------------------------------
 // A block owns 64 weight rows x 64 columns of one slab; per K-step of 64 each thread decodes
 // one chunk (bit-exact f32, then rounded to f16) into shared memory and converts half a
@@ -264,6 +658,8 @@ __global__ __launch_bounds__(mv_threads) void matvec(mm_args p) {
 // Columns per slab above which mul_mat takes the tensor-core path (the matvec below reads
 // the weight once per 8 columns and is f32-FMA bound past that).
 constexpr int mma_min_n = 8;
+// above this many columns (per weight slab) mul_mat goes to cuBLAS (gemm.cuh), when present
+constexpr int gemm_min_n = 64;
 constexpr int mma_bm = 64, mma_bn = 64, mma_bk = 64, mma_threads = 128, mma_ld = mma_bk + 8;
 
 __device__ __forceinline__ void mma_16816(float* c, const unsigned* a, const unsigned* b) {
@@ -439,13 +835,45 @@ bool weight_format(type t) { return formats::visit(t, [](auto) {}); }
 
 unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 ? (n > 0 ? n : 1) : 65535); }
 
+// Raises a kernel's dynamic shared-memory limit once per device (a call costs about a
+// microsecond of host time, a whole node's worth at decode sizes).
+template <auto Kernel>
+void allow_smem(std::size_t bytes, int device) {
+  static std::atomic<std::uint64_t> done{0};
+  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
+  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
+  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
+
 template <class W, int NC>
 void launch_matvec(const mm_args& p, std::int64_t groups, exec& x) {
-  constexpr std::size_t smem = mv_smem<NC>();
-  if constexpr (smem > 48 * 1024)
-    GK_CUDA_CHECK(cudaFuncSetAttribute(matvec<W, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
-  matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
+  if constexpr (fmt::is_float<W>) {
+    // staged columns are kp floats in aligned scratch; direct ones were checked by the caller
+    const auto bits = reinterpret_cast<std::uintptr_t>(p.w) | static_cast<std::uintptr_t>(p.w_nb1 | p.w_nb2 | p.w_nb3);
+    if (bits % 16 == 0 && p.k * static_cast<std::int64_t>(sizeof(typename W::block)) % 16 == 0) {
+      const dim3 grid(blocks_for(p.m, mvf_rows<NC>()), grid_y(groups));
+      matvec_f<W, NC><<<grid, mvf_threads, 0, x.stream>>>(p);
+      GK_CUDA_LAUNCHED();
+      return;
+    }
+    constexpr std::size_t smem = mv_smem<NC>();
+    allow_smem<matvec<W, NC>>(smem, x.props.device);
+    const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
+    matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
+  } else if constexpr (mvq_smem<W, NC>() > mv_smem_limit) {
+    // weights of many bytes per weight beside 8 columns: more shared memory than a block
+    // may have on the smaller chips (sm_86/89/120: 99 KiB); decode from global instead
+    constexpr std::size_t smem = mv_smem<NC>();
+    allow_smem<matvec<W, NC>>(smem, x.props.device);
+    const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
+    matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
+  } else {
+    constexpr std::size_t smem = mvq_smem<W, NC>();
+    allow_smem<matvec_q<W, NC>>(smem, x.props.device);
+    const dim3 grid(blocks_for(p.m, mvq_rows), grid_y(groups));
+    matvec_q<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
+  }
   GK_CUDA_LAUNCHED();
 }
 
@@ -495,20 +923,38 @@ void run_matmul(const tensor* node, exec& x) {
     s.ne12 = p.ne12;
   }
   if (p.ncols == 0 || p.m == 0) return;
-  float* staged = static_cast<float*>(x.scratch(static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float)));
-  s.out = staged;
-  p.x = staged;
-  stage_columns<<<static_cast<unsigned>(p.ncols), stage_threads, 0, x.stream>>>(s);
-  GK_CUDA_LAUNCHED();
-
+  // prompts: cuBLAS on tensor cores (gemm.cuh), when it can serve the node
+  if constexpr (W::id != type::q8_K) {
+    const int path0 = g_path >= 0 ? g_path : path_override();
+    if (!ids && path0 == 0 && p.n > gemm_min_n && gemm::prompt<W>(node, x)) return;
+  }
   const int path = g_path >= 0 ? g_path : path_override();
+  const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
+  // matvec reads contiguous, 16-byte aligned f32 activations in place (decode's usual case)
+  const bool matvec_path = path == 2 || (path == 0 && (per_slab <= mma_min_n || x.props.cc < 80 ||
+                                                       W::id == type::f32 || W::id == type::bf16));
+  const bool direct = matvec_path && !ids && b->type == type::f32 && s.nb0 == 4 && p.k == p.kp &&
+                      ((reinterpret_cast<std::uintptr_t>(s.b) | static_cast<std::uintptr_t>(s.nb1 | s.nb2 | s.nb3)) & 15) == 0;
+  if (direct) {
+    p.x = reinterpret_cast<const float*>(s.b);
+    p.x_direct = true;
+    p.x_nb1 = s.nb1;
+    p.x_nb2 = s.nb2;
+    p.x_nb3 = s.nb3;
+  } else {
+    float* staged = static_cast<float*>(x.scratch(static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float)));
+    s.out = staged;
+    p.x = staged;
+    stage_columns<<<static_cast<unsigned>(p.ncols), stage_threads, 0, x.stream>>>(s);
+    GK_CUDA_LAUNCHED();
+  }
+
   if (path == 1) {
     const dim3 grid(blocks_for(p.m, ref_threads), grid_y(p.ncols));
     matmul_reference<W><<<grid, ref_threads, 0, x.stream>>>(p);
     GK_CUDA_LAUNCHED();
     return;
   }
-  const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
     if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2) {
       const dim3 grid(blocks_for(p.m, mma_bm), grid_y(slabs * ((per_slab + mma_bn - 1) / mma_bn)));
