@@ -39,6 +39,9 @@ struct cuda_buffer final : backend_buffer {
     check_range(t, offset, n, "set_tensor");
     GK_CUDA_CHECK(cudaSetDevice(device_));
     GK_CUDA_CHECK(cudaMemcpy(static_cast<char*>(t->data) + offset, src, n, cudaMemcpyHostToDevice));
+    // from pageable memory cudaMemcpy may return before the DMA lands: finish it here, so
+    // the bytes are in place for any stream that reads them next
+    GK_CUDA_CHECK(cudaDeviceSynchronize());
   }
   void get_tensor(const tensor* t, void* dst, std::size_t offset, std::size_t n) const override {
     check_range(t, offset, n, "get_tensor");
@@ -49,17 +52,20 @@ struct cuda_buffer final : backend_buffer {
     check_range(t, offset, n, "memset_tensor");
     GK_CUDA_CHECK(cudaSetDevice(device_));
     GK_CUDA_CHECK(cudaMemset(static_cast<char*>(t->data) + offset, value, n));
+    GK_CUDA_CHECK(cudaDeviceSynchronize());  // cudaMemset is asynchronous to the host
   }
   bool copy_tensor(const tensor* src, tensor* dst) override {
     backend_buffer* sb = buffer_of(src);
     if (!sb || &sb->buft != &buft) return false;  // another memory: through the host
     GK_CUDA_CHECK(cudaSetDevice(device_));
     GK_CUDA_CHECK(cudaMemcpy(dst->data, src->data, src->nbytes(), cudaMemcpyDeviceToDevice));
+    GK_CUDA_CHECK(cudaDeviceSynchronize());  // device-to-device cudaMemcpy is asynchronous too
     return true;
   }
   void clear(std::uint8_t value) override {
     GK_CUDA_CHECK(cudaSetDevice(device_));
     GK_CUDA_CHECK(cudaMemset(base, value, size));
+    GK_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
  private:
@@ -83,6 +89,7 @@ class cuda_buffer_type final : public buffer_type {
                   cudaGetErrorString(e));
     // fresh device memory reads as NaN everywhere: an output a kernel never wrote shows
     GK_CUDA_CHECK(cudaMemset(p, 0xff, n));
+    GK_CUDA_CHECK(cudaDeviceSynchronize());
     return std::make_unique<cuda_buffer>(*this, device_, p, size);
   }
   int device() const { return device_; }
@@ -161,7 +168,10 @@ class cuda_backend final : public backend {
   explicit cuda_backend(int device) : device_(device), name_("CUDA" + std::to_string(device)) {
     GK_CUDA_CHECK(cudaSetDevice(device_));
     x_.props = props_of(device_);
-    GK_CUDA_CHECK(cudaStreamCreateWithFlags(&x_.stream, cudaStreamNonBlocking));
+    // a blocking stream: it orders itself after work on the legacy default stream, where
+    // the buffers' cudaMemset and pageable cudaMemcpy run (a non-blocking stream raced them:
+    // a poisoning memset could land after a kernel's output, an upload after its read)
+    GK_CUDA_CHECK(cudaStreamCreate(&x_.stream));
   }
   ~cuda_backend() override {
     cudaSetDevice(device_);
