@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "best_of.hpp"
+#include "weights.hpp"
 #include "cpu_name.hpp"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -37,26 +38,7 @@ namespace {
 double budget = 0.3;
 constexpr std::int64_t K = 4096, M = 4096;
 
-// 64 rows encoded by gk, tiled to `rows` rows: the weight bytes for both libraries.
-std::vector<unsigned char> weight_bytes(type t, std::int64_t rows) {
-  const std::size_t rb = gk::row_size(t, K);
-  std::vector<unsigned char> out(rb * static_cast<std::size_t>(rows));
-  std::mt19937 rng(1);
-  std::normal_distribution<float> g(0.0f, 0.05f);
-  std::vector<float> x(static_cast<std::size_t>(K));
-  const std::int64_t distinct = std::min<std::int64_t>(64, rows);
-  for (std::int64_t r = 0; r < distinct; ++r) {
-    for (auto& v : x) v = g(rng);
-    formats::visit(t, [&]<class W>(std::type_identity<W>) {
-      encode_row<W>(x.data(), reinterpret_cast<typename W::block*>(out.data() + rb * static_cast<std::size_t>(r)), K,
-                    nullptr);
-    });
-  }
-  for (std::int64_t r = distinct; r < rows; ++r)
-    std::memcpy(out.data() + rb * static_cast<std::size_t>(r), out.data() + rb * static_cast<std::size_t>(r % distinct),
-                rb);
-  return out;
-}
+std::vector<unsigned char> weight_bytes(type t, std::int64_t rows) { return gk_bench::weight_bytes(t, K, rows); }
 
 std::vector<float> activations(std::int64_t n) {
   std::vector<float> v(static_cast<std::size_t>(K * n));

@@ -101,6 +101,18 @@ __device__ __forceinline__ void store_float(char* p, int t, float v) {
 }
 inline bool is_float_type(type t) { return t == type::f32 || t == type::f16 || t == type::bf16; }
 
+// Flat element index k -> (i0, i1, i2, i3) over extents ne (ne[3] implied).
+template <class IT>
+__device__ __forceinline__ void split_index(IT k, const std::int64_t* ne, IT& i0, IT& i1, IT& i2, IT& i3) {
+  const IT n0 = static_cast<IT>(ne[0]), n1 = static_cast<IT>(ne[1]), n2 = static_cast<IT>(ne[2]);
+  i0 = k % n0;
+  k /= n0;
+  i1 = k % n1;
+  k /= n1;
+  i2 = k % n2;
+  i3 = k / n2;
+}
+
 inline unsigned blocks_for(std::int64_t n, unsigned per_block) {
   return static_cast<unsigned>((n + per_block - 1) / per_block);
 }

@@ -35,16 +35,6 @@ namespace {
 
 constexpr unsigned cp_threads = 256;
 
-template <class IT>
-__device__ __forceinline__ void split_index(IT k, const std::int64_t* ne, IT& i0, IT& i1, IT& i2, IT& i3) {
-  const IT n0 = static_cast<IT>(ne[0]), n1 = static_cast<IT>(ne[1]), n2 = static_cast<IT>(ne[2]);
-  i0 = k % n0;
-  k /= n0;
-  i1 = k % n1;
-  k /= n1;
-  i2 = k % n2;
-  i3 = k / n2;
-}
 
 __device__ __forceinline__ char* at(const tview& t, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
   return t.data + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];

@@ -36,16 +36,6 @@ struct map_params {
   int scalar_type = 0;
 };
 
-template <class IT>
-__device__ __forceinline__ void split_index(IT k, const std::int64_t* ne, IT& i0, IT& i1, IT& i2, IT& i3) {
-  const IT n0 = static_cast<IT>(ne[0]), n1 = static_cast<IT>(ne[1]), n2 = static_cast<IT>(ne[2]);
-  i0 = k % n0;
-  k /= n0;
-  i1 = k % n1;
-  k /= n1;
-  i2 = k % n2;
-  i3 = k / n2;
-}
 
 __device__ __forceinline__ const char* at(const tview& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
                                           std::int64_t i3) {

@@ -84,6 +84,19 @@ struct pair {
   }
 };
 
+// Every element equal with its sign, or NaN on both sides (the first difference is logged).
+inline bool same(const pair& p) {
+  for (std::size_t i = 0; i < p.cpu.size(); ++i) {
+    const double a = p.cpu[i], b = p.dev[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (!(a == b) || std::signbit(a) != std::signbit(b)) {
+      UNSCOPED_INFO(p.what << ": element " << i << ": cpu " << a << " device " << b);
+      return false;
+    }
+  }
+  return true;
+}
+
 using builder = std::function<gk::tensor*(gk::context&)>;
 
 inline std::vector<gk::tensor*> leaf_bases(const gk::graph& g) {

@@ -15,18 +15,8 @@ namespace {
 
 using gk_cuda_test::pair;
 using gk_cuda_test::run_pair;
+using gk_cuda_test::same;
 
-bool same(const pair& p) {
-  for (std::size_t i = 0; i < p.cpu.size(); ++i) {
-    const double a = p.cpu[i], b = p.dev[i];
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (!(a == b) || std::signbit(a) != std::signbit(b)) {
-      UNSCOPED_INFO(p.what << ": element " << i << ": cpu " << a << " device " << b);
-      return false;
-    }
-  }
-  return true;
-}
 
 void fill_leaf(gk::tensor* t, unsigned seed, float lo, float hi, bool specials, int levels = 0) {
   if (!t->data) return;

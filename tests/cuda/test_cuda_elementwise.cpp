@@ -16,19 +16,8 @@ namespace {
 
 using gk_cuda_test::pair;
 using gk_cuda_test::run_pair;
+using gk_cuda_test::same;
 
-// Every element equal with its sign, or NaN on both sides.
-bool same(const pair& p) {
-  for (std::size_t i = 0; i < p.cpu.size(); ++i) {
-    const double a = p.cpu[i], b = p.dev[i];
-    if (std::isnan(a) && std::isnan(b)) continue;
-    if (!(a == b) || std::signbit(a) != std::signbit(b)) {
-      UNSCOPED_INFO(p.what << ": element " << i << ": cpu " << a << " device " << b);
-      return false;
-    }
-  }
-  return true;
-}
 
 // The largest distance in f32 ulps (NaN against a number, or unequal infinities: huge).
 std::int64_t max_ulps(const pair& p) {
