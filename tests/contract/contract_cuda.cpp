@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   p.mm_tiles_m = {32, 64};
   p.mm_tiles_n = {8, 64};
   p.mm_tiles_k = {64, 2112};
+  // attn.cu: 8 query rows per block, keys in tiles of 32 (split over grid.y when long)
+  p.attn_tile_kv = 32;
+  p.attn_tile_q = 8;
   add_all_ops(h, p);
 
   namespace cc = cuda_controls;

@@ -32,6 +32,9 @@ struct profile {
   std::vector<std::int64_t> mm_tiles_n = {8};    // activation columns per tile
   std::vector<std::int64_t> mm_tiles_k = {256};  // K per step of the inner loop (a K-quant superblock)
   std::string launch_prefix;      // CUDA kernel name prefix per family, for gate 5's records
+  // flash attention: keys per tile and query rows per work unit
+  std::int64_t attn_tile_kv = 32;
+  std::int64_t attn_tile_q = 8;
 };
 
 namespace detail {
@@ -632,9 +635,14 @@ inline void add_matmul(harness& h, const profile& p, const std::vector<gk::type>
 
 inline std::vector<gk::type> matmul_types() {
   using gk::type;
-  return {type::f32,  type::f16,  type::bf16, type::q4_0, type::q4_1,   type::q5_0,   type::q5_1,  type::q8_0,
-          type::q2_K, type::q3_K, type::q4_K, type::q5_K, type::q6_K,   type::iq4_nl, type::iq4_xs, type::mxfp4};
+  // every weight format gk decodes (each has a CPU dot and a CUDA mat-vec/tile path)
+  return {type::f32,    type::f16,     type::bf16,  type::q4_0,  type::q4_1,   type::q5_0,   type::q5_1,
+          type::q8_0,   type::q2_K,    type::q3_K,  type::q4_K,  type::q5_K,   type::q6_K,   type::iq4_nl,
+          type::iq4_xs, type::mxfp4,   type::nvfp4, type::tq1_0, type::tq2_0,  type::q1_0,   type::q2_0,
+          type::iq2_xxs, type::iq2_xs, type::iq2_s, type::iq3_xxs, type::iq3_s, type::iq1_s,  type::iq1_m};
 }
+
+inline void add_attn(harness& h, const profile& p);  // specs_attn.hpp
 
 inline void add_all_ops(harness& h, const profile& p) {
   add_norms(h, p);
@@ -645,6 +653,7 @@ inline void add_all_ops(harness& h, const profile& p) {
   add_reduce(h, p);
   add_rows_copy(h, p);
   add_matmul(h, p, matmul_types());
+  add_attn(h, p);
 }
 
 // ---- the planted controls, given each backend's raw kernels ----
@@ -741,3 +750,5 @@ inline void add_controls(harness& h, const control_kernels& k, const std::string
 }
 
 }  // namespace gk_contract
+
+#include "specs_attn.hpp"
