@@ -38,7 +38,7 @@ fi
 b=/tmp/gk-cuda
 t0=$(date +%s)
 meson setup "$b" -Dcuda=enabled -Dcuda-architectures=90 -Dtests=true >"$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
-targets=$(cd "$b" && ninja -t targets all 2>/dev/null | grep -oE '^(tests/cuda/test_[a-z_]+|tests/contract/[a-z0-9_-]+|benchmarks/cuda/bench_cuda): ' | tr -d ': ' | sort -u)
+targets=$(cd "$b" && ninja -t targets all 2>/dev/null | grep -oE '^(tests/cuda/test_[a-z0-9_]+|tests/contract/[a-z0-9_-]+|benchmarks/cuda/bench_cuda): ' | tr -d ': ' | sort -u)
 echo "building: $targets"
 ninja -C "$b" -j "$jobs" $targets >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -40; }
 echo "gk build: $(( $(date +%s) - t0 )) s"

@@ -10,8 +10,13 @@
 //     scratch, zero-padded to a whole number of chunks (mul_mat_id gathers its (slot,
 //     token) columns here, so the kernels below see one column list either way). The
 //     matvec kernels skip it for contiguous, 16-byte aligned f32 columns (x_direct).
-//   - matvec_q<W, NC> (block formats) and matvec_f<W, NC> (f32/f16/bf16 with aligned
-//     rows): the N <= 8 decode path, laid out as matvec but reading the weight 16 bytes
+//   - matvec_q8<W, NC> (matvec_q8.cu): the N <= 8 decode path of every integer format:
+//     activations encoded once per node to W::dot_type, integer dots by __dp4a and the
+//     CPU's float operations per block, so it reproduces the CPU's dot_row up to the order
+//     in which block terms are added. GK_CUDA_MATMUL=matvec_f (matmul_set_path(3)) takes
+//     the float mat-vec below instead, kept as the second opinion the tests run.
+//   - matvec_q<W, NC> (block formats, matvec_f only) and matvec_f<W, NC> (f32/f16/bf16
+//     with aligned rows): the float N <= 8 decode path, laid out as matvec but reading the weight 16 bytes
 //     at a time (matvec_q: cp.async into shared memory, double-buffered; matvec_f:
 //     straight into registers); q4_0 and q4_K skip the float decode for an
 //     integer-to-float dot.
@@ -27,8 +32,8 @@
 //     mma.sync m16n8k16 with f32 sums.
 //   - reference: one thread per output, decode then dot in double: the definition the fast
 //     path is checked against (matmul_set_path(1), or GK_CUDA_MATMUL=reference).
-// Accuracy: the CPU encodes activations to q8_0/q8_1/q8_K for integer formats; this file
-// never does: matvec keeps them f32, the tensor-core path rounds weights and activations
+// Accuracy: the CPU encodes activations to q8_0/q8_1/q8_K for integer formats; so does
+// matvec_q8, with the CPU's bytes; the float paths do not: matvec keeps them f32, the tensor-core path rounds weights and activations
 // to f16 (2^-11 relative, ~8x finer than q8), so the device lands closer to the truth than
 // the CPU. Out-of-range expert or row ids give NaN outputs (the CPU throws).
 #include <atomic>
@@ -37,6 +42,7 @@
 
 #include "formats.cuh"
 #include "gemm.cuh"
+#include "matvec.cuh"
 #include "ops.hpp"
 
 namespace gk::cuda {
@@ -45,62 +51,29 @@ namespace {
 
 namespace F = gk::formats;
 
-// 0 auto, 1 reference, 2 matvec for every N (GK_CUDA_MATMUL=reference | matvec)
+// 0 auto, 1 reference, 2 matvec for every N (the dp4a matvec_q8 where it serves the
+// format, else the float one), 3 the float mat-vec for every N, never matvec_q8
+// (GK_CUDA_MATMUL=reference | matvec | matvec_f)
 int path_override() {
   static const int p = [] {
     const char* e = std::getenv("GK_CUDA_MATMUL");
     if (e && std::strcmp(e, "reference") == 0) return 1;
     if (e && std::strcmp(e, "matvec") == 0) return 2;
+    if (e && std::strcmp(e, "matvec_f") == 0) return 3;
     return 0;
   }();
   return p;
 }
 int g_path = -1;
 
-// ---- one description of the columns both mul_mat and mul_mat_id reduce to ----------------
-
-struct mm_args {
-  const char* w;                 // weight data
-  std::int64_t w_nb1, w_nb2, w_nb3;
-  std::int64_t k, kp, m;         // weights per row, padded to 32, rows
-  const float* x;                // staged columns, kp floats each
-  char* y;                       // dst
-  std::int64_t y_nb1, y_nb2, y_nb3;
-  // mul_mat: column q = ((i3 * ne12 + i2) * n + i1); weight slab (i2 / r2, i3 / r3)
-  std::int64_t n, ne12, r2, r3;
-  // mul_mat_id (ids != nullptr): column q = tok * n_used + e; weight slab ids[e, tok]
-  const char* ids;
-  std::int64_t ids_nb0, ids_nb1, n_used, n_as;
-  std::int64_t ncols;            // columns in all
-  // matvec only: x_direct reads mul_mat's f32 activations in place (column q at
-  // x + i1 * x_nb1 + i2 * x_nb2 + i3 * x_nb3 bytes, 16-byte aligned, k == kp) instead of
-  // staged columns; saves the staging kernel and its pass over the activations.
-  bool x_direct;
-  std::int64_t x_nb1, x_nb2, x_nb3;
-};
-
-// Column q's kp activations (staged, or mul_mat's own f32 columns when x_direct).
-__device__ __forceinline__ const float* x_column(const mm_args& p, std::int64_t q) {
-  if (!p.x_direct) return p.x + q * p.kp;
-  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
-  return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.x) + i1 * p.x_nb1 + i2 * p.x_nb2 +
-                                        i3 * p.x_nb3);
-}
-
-// The weight slab and output column of column q; false for an expert index out of range.
-__device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, const char*& w, float*& y) {
-  if (p.ids) {
-    const std::int64_t tok = q / p.n_used, e = q % p.n_used;
-    const int ex = *reinterpret_cast<const int*>(p.ids + e * p.ids_nb0 + tok * p.ids_nb1);
-    y = reinterpret_cast<float*>(p.y + e * p.y_nb1 + tok * p.y_nb2);
-    w = p.w + static_cast<std::int64_t>(ex) * p.w_nb2;
-    return ex >= 0 && ex < p.n_as;
-  }
-  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
-  y = reinterpret_cast<float*>(p.y + i1 * p.y_nb1 + i2 * p.y_nb2 + i3 * p.y_nb3);
-  w = p.w + (i2 / p.r2) * p.w_nb2 + (i3 / p.r3) * p.w_nb3;
-  return true;
-}
+// the column description and helpers shared with matvec_q8.cu (matvec.cuh)
+using mv::mm_args;
+using mv::x_column;
+using mv::column_of;
+using mv::copy16_async;
+using mv::copy_async_commit;
+using mv::copy_async_wait;
+using mv::grid_y;
 
 // ---- staging -------------------------------------------------------------------------------
 
@@ -299,27 +272,6 @@ constexpr std::size_t mvq_smem() {
 }
 // the most dynamic shared memory a mat-vec block asks for: every chip served allows it
 constexpr std::size_t mv_smem_limit = 99 * 1024;
-
-__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-#else
-  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
-#endif
-}
-__device__ __forceinline__ void copy_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-// until at most Pending of this thread's committed groups are still in flight
-template <int Pending>
-__device__ __forceinline__ void copy_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-#endif
-}
 
 // q4_K chunk c (its scale dl and min ml) against NC columns, as dl * sum(q x) - ml * sum(x):
 // the codes become floats four at a time (one 32-bit shared load, a shift and mask, then
@@ -833,8 +785,6 @@ __global__ __launch_bounds__(rows_threads) void get_rows_i32(rows_args p) {
 
 bool weight_format(type t) { return formats::visit(t, [](auto) {}); }
 
-unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 ? (n > 0 ? n : 1) : 65535); }
-
 // Raises a kernel's dynamic shared-memory limit once per device (a call costs about a
 // microsecond of host time, a whole node's worth at decode sizes).
 template <auto Kernel>
@@ -931,8 +881,10 @@ void run_matmul(const tensor* node, exec& x) {
   const int path = g_path >= 0 ? g_path : path_override();
   const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
   // matvec reads contiguous, 16-byte aligned f32 activations in place (decode's usual case)
-  const bool matvec_path = path == 2 || (path == 0 && (per_slab <= mma_min_n || x.props.cc < 80 ||
-                                                       W::id == type::f32 || W::id == type::bf16));
+  const bool matvec_path = path == 2 || path == 3 || (path == 0 && (per_slab <= mma_min_n || x.props.cc < 80 ||
+                                                                     W::id == type::f32 || W::id == type::bf16));
+  // integer formats with a dp4a block dot: activations encoded to W::dot_type as the CPU does
+  const bool q8 = matvec_path && path != 3 && matvec_q8_serves(W::id);
   const bool direct = matvec_path && !ids && b->type == type::f32 && s.nb0 == 4 && p.k == p.kp &&
                       ((reinterpret_cast<std::uintptr_t>(s.b) | static_cast<std::uintptr_t>(s.nb1 | s.nb2 | s.nb3)) & 15) == 0;
   if (direct) {
@@ -941,8 +893,13 @@ void run_matmul(const tensor* node, exec& x) {
     p.x_nb1 = s.nb1;
     p.x_nb2 = s.nb2;
     p.x_nb3 = s.nb3;
-  } else {
-    float* staged = static_cast<float*>(x.scratch(static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float)));
+  }
+  // one scratch hand-out for the node: staged f32 columns, then matvec_q8's encoded ones
+  const std::size_t staged_bytes = direct ? 0 : (static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float) + 15) / 16 * 16;
+  const std::size_t act_bytes = q8 ? matvec_q8_scratch(W::id, p) : 0;
+  char* scratch = staged_bytes + act_bytes ? static_cast<char*>(x.scratch(staged_bytes + act_bytes)) : nullptr;
+  if (!direct) {
+    float* staged = reinterpret_cast<float*>(scratch);
     s.out = staged;
     p.x = staged;
     stage_columns<<<static_cast<unsigned>(p.ncols), stage_threads, 0, x.stream>>>(s);
@@ -956,13 +913,14 @@ void run_matmul(const tensor* node, exec& x) {
     return;
   }
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
-    if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2) {
+    if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2 && path != 3) {
       const dim3 grid(blocks_for(p.m, mma_bm), grid_y(slabs * ((per_slab + mma_bn - 1) / mma_bn)));
       matmul_mma<W><<<grid, mma_threads, 0, x.stream>>>(p);
       GK_CUDA_LAUNCHED();
       return;
     }
   }
+  if (q8) return matvec_q8_run(W::id, p, scratch + staged_bytes, x);
   if (per_slab == 1) return launch_matvec<W, 1>(p, slabs, x);
   if (per_slab == 2) return launch_matvec<W, 2>(p, slabs, x);
   if (per_slab <= 4) return launch_matvec<W, 4>(p, slabs, x);
@@ -1002,7 +960,8 @@ bool f32_rows(const tensor* t) { return t->type == type::f32 && t->nb[0] == size
 
 }  // namespace
 
-// For tests: 0 auto, 1 the reference kernel, 2 matvec for every N (no tensor cores). Not thread-safe; set it
+// For tests: 0 auto, 1 the reference kernel, 2 matvec for every N (no tensor cores; matvec_q8
+// where it serves the format), 3 the float mat-vec for every N. Not thread-safe; set it
 // between graph computes.
 void matmul_set_path(int path) { g_path = path; }
 

@@ -2,10 +2,11 @@
 // CUDA matmul family on trial: get_rows, mul_mat, mul_mat_id for every weight format.
 //
 // get_rows is a pure decode, so it must equal the CPU bit for bit. mul_mat cannot: the CPU
-// encodes activations to q8_0/q8_1/q8_K for integer formats (f16 for f16 weights), the
-// device keeps them f32. Both are measured against the truth (weights decoded on the host
-// by gk's own W::decode, activations as stored, sums in double), each output's error
-// divided by sum_k |w_k x_k| (the size float rounding scales with):
+// encodes activations to q8_0/q8_1/q8_K for integer formats (f16 for f16 weights); the
+// dp4a mat-vec (matvec_q8.cu, N <= 8, the formats matvec_q8_serves) does the same with the
+// CPU's bytes, the float paths keep them f32. All are measured against the truth (weights
+// decoded on the host by gk's own W::decode, activations as stored, sums in double), each
+// output's error divided by sum_k |w_k x_k| (the size float rounding scales with):
 //   - the fast path:      err <= 2 * (the CPU's err) + 4e-6
 //   - the reference path: err <= 1.2e-7 (bit-exact decode, double sum, one final rounding:
 //                         2^-24 |y| <= 6e-8 sum |w x|, doubled for slack)
@@ -14,11 +15,20 @@
 //                         cancellation); tensor-core path (f16 operands, more than 8
 //                         columns, weights not f32/bf16): <= 1.1e-3 (each operand rounded
 //                         once to f16, relative 2^-11 at worst, so a product is off by at
-//                         most 2^-10 ~ 9.8e-4 of |w x|, plus f32 sums)
+//                         most 2^-10 ~ 9.8e-4 of |w x|, plus f32 sums); matvec_q8 (q8
+//                         activations, as the CPU): <= 2 * (the CPU's err) + 4.2e-6 (the
+//                         two bars above added: the difference is the CPU's own error)
+//   - matvec_q8 vs the CPU: <= 4e-6. Same activation bytes, same block terms bit for bit;
+//                         only the order in which the K / 32 (or K / 256) block terms are
+//                         added in f32 differs, the f32 matvec's bar.
 // The fast path is also run with the reference kernel (gk::cuda::matmul_set_path(1)) on
-// the same inputs, so a wrong fast kernel cannot hide behind a loose truth bar.
+// the same inputs, so a wrong fast kernel cannot hide behind a loose truth bar; formats
+// matvec_q8 serves are run with the float mat-vec too (matmul_set_path(3)), so both stay
+// checked. Planted controls (tag [.control], run on purpose, must fail): an activation
+// encoder that truncates, and a mat-vec that drops each row's last block.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,7 +41,11 @@
 #include "harness.hpp"
 
 namespace gk::cuda {
-void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 fast
+void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for every N, 3 float matvec
+bool matvec_q8_serves(gk::type w);  // matvec_q8.cu: w has a dp4a block dot
+void matvec_q8_plant(int control);  // matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped
+// matvec_q8.cu: rows x k floats encoded on the device to act's CPU blocks
+void matvec_q8_encode_rows(gk::type act, const float* x, std::int64_t k, std::int64_t rows, void* out);
 }
 
 namespace {
@@ -92,7 +106,7 @@ struct truth {
 };
 
 struct errors {
-  double cpu = 0, fast = 0, ref = 0, fast_vs_ref = 0;
+  double cpu = 0, fast = 0, ref = 0, fast_vs_ref = 0, fast_vs_cpu = 0;
 };
 
 errors measure(const pair& fast, const pair& ref, const truth& t) {
@@ -106,6 +120,8 @@ errors measure(const pair& fast, const pair& ref, const truth& t) {
     e.ref = std::max(e.ref, std::isnan(dr) ? INFINITY : dr);
     const double d = std::fabs(fast.dev[i] - ref.dev[i]) / s;
     e.fast_vs_ref = std::max(e.fast_vs_ref, std::isnan(d) ? INFINITY : d);
+    const double dc = std::fabs(fast.dev[i] - fast.cpu[i]) / s;
+    e.fast_vs_cpu = std::max(e.fast_vs_cpu, std::isnan(dc) ? INFINITY : dc);
   }
   return e;
 }
@@ -115,24 +131,35 @@ errors measure(const pair& fast, const pair& ref, const truth& t) {
 // are rounded to bf16 as the CPU's bf16 dot does, and f32 weights (fp32 GEMM, no rounding).
 // 9..64 columns and weights other than f32/bf16: the mma.sync kernel, f16 operands.
 // 0: f32 sums of f32 operands; 1: f16 operands; 2: bf16 activations.
+// 3: matvec_q8 (N <= 8, or any N with the matvec forced, for the formats it serves).
+constexpr int q8_path = 3;
 int uses_mma(type wt, std::int64_t n_per_slab, bool id = false) {
   if (!id && n_per_slab > 64) return wt == type::f32 ? 0 : wt == type::bf16 ? 2 : 1;
-  return n_per_slab > 8 && wt != type::f32 && wt != type::bf16 ? 1 : 0;
+  if (n_per_slab > 8 && wt != type::f32 && wt != type::bf16) return 1;
+  return gk::cuda::matvec_q8_serves(wt) ? q8_path : 0;
 }
+// the path of a run with the matvec forced (matmul_set_path(2))
+int forced_matvec(type wt) { return gk::cuda::matvec_q8_serves(wt) ? q8_path : 0; }
 
 void check(const errors& e, const std::string& what, int mma = 0) {
-  INFO(what << (mma == 1 ? " (tensor cores, f16)" : mma == 2 ? " (tensor cores, bf16)" : " (matvec)")
+  INFO(what << (mma == 1   ? " (tensor cores, f16)"
+                : mma == 2 ? " (tensor cores, bf16)"
+                : mma == 3 ? " (matvec_q8, dp4a)"
+                           : " (matvec)")
             << ": error / sum|wx|: cpu " << e.cpu << ", fast " << e.fast << ", reference " << e.ref
-            << ", fast vs reference " << e.fast_vs_ref);
+            << ", fast vs reference " << e.fast_vs_ref << ", fast vs cpu " << e.fast_vs_cpu);
   CHECK(e.fast <= 2 * e.cpu + 4e-6);
   CHECK(e.ref <= 1.2e-7);
   // f16 operands: each rounded once (2^-11 relative); bf16 activations: 2^-9 (4e-3 allows
-  // both roundings at their worst)
-  CHECK(e.fast_vs_ref <= (mma == 1 ? 1.1e-3 : mma == 2 ? 4e-3 : 4e-6));
+  // both roundings at their worst); q8 activations: the CPU's own error, twice, plus the
+  // f32 and reference bars
+  CHECK(e.fast_vs_ref <= (mma == 1 ? 1.1e-3 : mma == 2 ? 4e-3 : mma == 3 ? 2 * e.cpu + 4.2e-6 : 4e-6));
+  if (mma == 3) CHECK(e.fast_vs_cpu <= 4e-6);
 }
 
 // Runs build twice on the device (fast path, then the reference kernel) and once on the CPU.
-// fast_path: 0 what matmul.cu picks, 2 the matvec kernel whatever N is.
+// fast_path: 0 what matmul.cu picks, 2 the matvec kernel whatever N is (matvec_q8 where it
+// serves the format), 3 the float matvec whatever N is.
 template <class Build>
 errors run_both(Build&& build, truth& t, int fast_path = 0) {
   gk::cuda::matmul_set_path(fast_path);
@@ -243,8 +270,11 @@ TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the tr
                   std::string(gk::name(W::id)).c_str(), static_cast<long long>(s.k), static_cast<long long>(n), e.cpu,
                   e.fast, e.ref, e.fast_vs_ref);
       check(e, std::string(gk::name(W::id)) + " n " + std::to_string(n), uses_mma(W::id, n));
-      if (uses_mma(W::id, n))  // the matvec kernel at this N too (GK_CUDA_MATMUL=matvec)
-        check(run_mul_mat(W::id, s, 2), std::string(gk::name(W::id)) + " matvec forced, n " + std::to_string(n));
+      if (uses_mma(W::id, n) == 1 || uses_mma(W::id, n) == 2)  // the matvec at this N too (GK_CUDA_MATMUL=matvec)
+        check(run_mul_mat(W::id, s, 2), std::string(gk::name(W::id)) + " matvec forced, n " + std::to_string(n),
+              forced_matvec(W::id));
+      if (gk::cuda::matvec_q8_serves(W::id) && n <= 8)  // the float mat-vec it replaced (GK_CUDA_MATMUL=matvec_f)
+        check(run_mul_mat(W::id, s, 3), std::string(gk::name(W::id)) + " float matvec, n " + std::to_string(n));
     }
   });
 }
@@ -326,6 +356,95 @@ TEST_CASE("cuda mul_mat_id: experts chosen per token, against the truth and the 
         }
         return y;
       };
-      check(run_both(build, t), std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1));
+      check(run_both(build, t), std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1),
+            forced_matvec(wt));
     }
+}
+
+namespace {
+
+// Rows that stress the activation encoders: random at several scales, zeros, one huge
+// value (f16 d overflows for q8_0/q8_1), a signed pair of equal largest magnitudes (q8_K
+// takes the first), exact ties of x / d (rounded to even), subnormals.
+std::vector<float> encoder_rows(std::int64_t k, std::int64_t rows) {
+  std::vector<float> x(static_cast<std::size_t>(k * rows));
+  std::mt19937 rng(29);
+  std::normal_distribution<float> g;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = x.data() + r * k;
+    const float scale = std::ldexp(1.0f, static_cast<int>(r % 7) * 6 - 18);
+    for (std::int64_t i = 0; i < k; ++i) row[i] = g(rng) * scale;
+    switch (r % 8) {
+      case 0: std::fill(row, row + k, 0.0f); break;
+      case 1: row[5] = 1e30f; row[300] = -3e38f; break;
+      case 2: row[3] = 5.0f; row[100] = -5.0f; row[40] = -7.0f; row[41] = 7.0f; break;
+      case 3:  // max 127 in each 32-block: d = 1, and halves land on ties
+        for (std::int64_t i = 0; i < k; ++i) row[i] = i % 32 == 0 ? 127.0f : static_cast<float>(static_cast<int>(i % 13) - 6) + 0.5f;
+        break;
+      case 4:  // q8_K's xm = -127: iscale = 1, the same ties
+        for (std::int64_t i = 0; i < k; ++i) row[i] = i % 256 == 7 ? -127.0f : static_cast<float>(static_cast<int>(i % 11) - 5) + 0.5f;
+        break;
+      case 5: for (std::int64_t i = 0; i < k; i += 3) row[i] = 1e-40f * static_cast<float>(i % 5); break;
+      case 6: std::fill(row + 32, row + 64, 0.0f); std::fill(row + 256, row + 512, 0.0f); break;
+      default: break;
+    }
+  }
+  return x;
+}
+
+// The device encoder's bytes against encode_row<A> on the CPU; counts rows that differ.
+template <class A>
+int encoder_mismatches(std::int64_t k, std::int64_t rows) {
+  const std::vector<float> x = encoder_rows(k, rows);
+  const std::size_t rb = gk::row_size(A::id, k);
+  std::vector<unsigned char> cpu(rb * static_cast<std::size_t>(rows)), dev(cpu.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    gk::encode_row<A>(x.data() + r * k, reinterpret_cast<typename A::block*>(cpu.data() + r * rb), k, nullptr);
+  gk::cuda::matvec_q8_encode_rows(A::id, x.data(), k, rows, dev.data());
+  int bad = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::size_t o = static_cast<std::size_t>(r) * rb;
+    if (std::memcmp(cpu.data() + o, dev.data() + o, rb) == 0) continue;
+    std::size_t i = 0;
+    while (cpu[o + i] == dev[o + i]) ++i;
+    if (bad++ < 3)
+      UNSCOPED_INFO(gk::name(A::id) << " row " << r << ": first difference at byte " << i << " of " << rb << " (block "
+                                    << i / sizeof(typename A::block) << ", byte " << i % sizeof(typename A::block)
+                                    << "): cpu " << int(cpu[o + i]) << ", device " << int(dev[o + i]));
+  }
+  return bad;
+}
+
+void encoders_equal_cpu() {
+  CHECK(encoder_mismatches<gk::formats::q8_0>(1024, 40) == 0);
+  CHECK(encoder_mismatches<gk::formats::q8_1>(1024, 40) == 0);
+  CHECK(encoder_mismatches<gk::formats::q8_K>(1024, 40) == 0);
+}
+
+void q8_matvec_formats(std::int64_t k, std::int64_t n) {
+  for (type t : {type::q4_0, type::q8_0, type::q4_K, type::q6_K, type::q2_K, type::nvfp4}) {
+    check(run_mul_mat(t, mm_shape{k, 40, n}), std::string(gk::name(t)) + " k " + std::to_string(k) + " n " +
+                                                    std::to_string(n), forced_matvec(t));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda matvec_q8: device-encoded activations equal the CPU's encode_row (q8_0, q8_1, q8_K)",
+          "[cuda][matmul][q8]") {
+  encoders_equal_cpu();
+}
+
+// Planted controls: each must fail when run on purpose (test_cuda_matmul "[control]").
+TEST_CASE("cuda matvec_q8 control: an encoder that truncates must fail the byte and CPU checks", "[.control]") {
+  gk::cuda::matvec_q8_plant(1);
+  encoders_equal_cpu();
+  q8_matvec_formats(512, 1);
+  gk::cuda::matvec_q8_plant(0);
+}
+TEST_CASE("cuda matvec_q8 control: a mat-vec that drops each row's last block must fail", "[.control]") {
+  gk::cuda::matvec_q8_plant(2);
+  q8_matvec_formats(4352, 1);
+  q8_matvec_formats(512, 3);
+  gk::cuda::matvec_q8_plant(0);
 }

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// What matmul.cu and matvec_q8.cu share: the one description of the columns mul_mat and
+// mul_mat_id reduce to (mm_args), how a column finds its weight slab and output, the
+// cp.async wrappers, and the entry points of the dp4a mat-vec (matvec_q8.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common.cuh"
+
+namespace gk::cuda::mv {
+
+struct mm_args {
+  const char* w;                 // weight data
+  std::int64_t w_nb1, w_nb2, w_nb3;
+  std::int64_t k, kp, m;         // weights per row, padded to 32, rows
+  const float* x;                // staged columns, kp floats each
+  char* y;                       // dst
+  std::int64_t y_nb1, y_nb2, y_nb3;
+  // mul_mat: column q = ((i3 * ne12 + i2) * n + i1); weight slab (i2 / r2, i3 / r3)
+  std::int64_t n, ne12, r2, r3;
+  // mul_mat_id (ids != nullptr): column q = tok * n_used + e; weight slab ids[e, tok]
+  const char* ids;
+  std::int64_t ids_nb0, ids_nb1, n_used, n_as;
+  std::int64_t ncols;            // columns in all
+  // matvec only: x_direct reads mul_mat's f32 activations in place (column q at
+  // x + i1 * x_nb1 + i2 * x_nb2 + i3 * x_nb3 bytes, 16-byte aligned, k == kp) instead of
+  // staged columns; saves the staging kernel and its pass over the activations.
+  bool x_direct;
+  std::int64_t x_nb1, x_nb2, x_nb3;
+};
+
+// Column q's kp activations (staged, or mul_mat's own f32 columns when x_direct).
+__device__ __forceinline__ const float* x_column(const mm_args& p, std::int64_t q) {
+  if (!p.x_direct) return p.x + q * p.kp;
+  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
+  return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.x) + i1 * p.x_nb1 + i2 * p.x_nb2 +
+                                        i3 * p.x_nb3);
+}
+
+// The weight slab and output column of column q; false for an expert index out of range.
+__device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, const char*& w, float*& y) {
+  if (p.ids) {
+    const std::int64_t tok = q / p.n_used, e = q % p.n_used;
+    const int ex = *reinterpret_cast<const int*>(p.ids + e * p.ids_nb0 + tok * p.ids_nb1);
+    y = reinterpret_cast<float*>(p.y + e * p.y_nb1 + tok * p.y_nb2);
+    w = p.w + static_cast<std::int64_t>(ex) * p.w_nb2;
+    return ex >= 0 && ex < p.n_as;
+  }
+  const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
+  y = reinterpret_cast<float*>(p.y + i1 * p.y_nb1 + i2 * p.y_nb2 + i3 * p.y_nb3);
+  w = p.w + (i2 / p.r2) * p.w_nb2 + (i3 / p.r3) * p.w_nb3;
+  return true;
+}
+
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+#else
+  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// until at most Pending of this thread's committed groups are still in flight
+template <int Pending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+inline unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 ? (n > 0 ? n : 1) : 65535); }
+
+}  // namespace gk::cuda::mv
+
+namespace gk::cuda {
+
+// ---- the dp4a mat-vec (matvec_q8.cu) ----
+// True when weight format w has device block dots against its activation format
+// (W::dot_type: q8_0, q8_1 or q8_K); the others keep the float mat-vec.
+bool matvec_q8_serves(type w);
+// Bytes of scratch matvec_q8_run needs for p's columns (the encoded activations).
+std::size_t matvec_q8_scratch(type w, const mv::mm_args& p);
+// Encodes every column of p (x_column) to W::dot_type in act (16-byte aligned, at least
+// matvec_q8_scratch bytes), then runs the mat-vec, NC = 1, 2, 4 or 8 columns at a time.
+void matvec_q8_run(type w, const mv::mm_args& p, void* act, exec& x);
+
+}  // namespace gk::cuda

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+// The decode mat-vec of the integer weight formats (N <= 8 columns per weight slab): the
+// activation columns are encoded once per node to W::dot_type (q8_0, q8_1 or q8_K, the
+// CPU's bytes), then every weight block is dotted with them in integers (__dp4a) and
+// scaled with the CPU's float operations (matvec_q8.cuh). This is the CPU's definition
+// (dot_row<W> over encode_row<W::dot_type>) up to the order in which block terms are added,
+// where the float mat-vec (matmul.cu, matvec_q) decoded every weight to float and spent
+// 7-10 instructions per weight and column on it.
+//
+// Two kernels per node:
+//   encode_act<A>: a warp per activation block (32 values for q8_0/q8_1, 256 for q8_K),
+//     the columns into scratch, codes contiguous per column (chunk kc at byte 32 kc, so a
+//     lane reads its chunk's 32 codes as two 16-byte loads), then the scales, then q8_K's
+//     16-value sums. Activations are encoded per node and never cached across nodes: the
+//     q, k and v projections of one token encode the same column three times (at K = 4096,
+//     20 KB of traffic and one small launch each, against megabytes of weights), and a
+//     cache would need the graph to say when a column changes.
+//   matvec_q8<W, NC>: 8 warps a block, 2 weight rows a warp. As matvec_q does, each warp
+//     copies its rows' bytes of a 2048-weight slab into shared memory with 16-byte cp.async
+//     (coalesced, all in flight at once, every weight byte read once), double-buffered, so
+//     slab s + 1 streams in while slab s is dotted. Lane l takes chunks l, l + 32 of the
+//     slab: unpacks its 32 codes into 8 words of signed bytes once per row, then per column
+//     loads the 32 activation codes (L1: every warp of the SM reads the same column) and
+//     runs 8 __dp4a. The chunks of one 256-weight block (8 lanes) add their integer sums by
+//     shuffles, and the block's first lane applies the float term. Per lane, the terms of
+//     its blocks are summed in f32; a warp shuffle tree ends the row.
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "matvec.cuh"
+#include "matvec_q8.cuh"
+
+namespace gk::cuda {
+
+namespace {
+
+namespace F = gk::formats;
+using mv::mm_args;
+
+// Planted controls for the tests (test_cuda_matmul.cpp, tag [.control]): 1 the encoder
+// rounds toward zero, 2 the mat-vec drops the last block of every row. 0 in normal use.
+int g_plant = 0;
+
+// ---- activation layout in scratch ----------------------------------------------------------
+
+struct act_layout {
+  std::int64_t nblk, d_off, bs_off, col_stride;
+};
+template <class A>
+act_layout layout_of(std::int64_t kp) {
+  act_layout l;
+  l.nblk = kp / A::block_size;
+  l.d_off = kp;
+  l.bs_off = kp + 4 * l.nblk;
+  const std::int64_t end = l.bs_off + (A::id == type::q8_K ? 32 * l.nblk : 0);
+  l.col_stride = (end + 15) / 16 * 16;
+  return l;
+}
+
+// ---- encode_act --------------------------------------------------------------------------
+
+struct enc_args {
+  mm_args p;              // columns: x_column(p, q), q < p.ncols, p.kp values each
+  char* out;
+  std::int64_t col_stride;
+  std::int64_t d_off, bs_off;
+  bool cpu;               // the CPU's blocks (the byte test), not the mat-vec's layout
+  int plant;
+};
+
+constexpr int enc_warps = 4, enc_threads = 32 * enc_warps;
+
+template <class A>
+__global__ __launch_bounds__(enc_threads) void encode_act(enc_args e) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t nblk = e.p.kp / A::block_size;
+  const std::int64_t blk = blockIdx.x * static_cast<std::int64_t>(enc_warps) + warp;
+  if (blk >= nblk) return;  // a whole warp
+  for (std::int64_t q = blockIdx.y; q < e.p.ncols; q += gridDim.y) {
+    const float* x = mv::x_column(e.p, q) + blk * A::block_size;
+    char* col = e.out + q * e.col_stride;
+    if constexpr (A::block_size == 32) {
+      const float v = x[lane];
+      std::uint16_t dbits;
+      int sum;
+      float d;
+      int qv = q8::encode_q8_32(v, dbits, sum, d);
+      if (e.plant == 1) {  // the control: truncation instead of nearest
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        qv = __float2int_rz(__fmul_rn(v, id));
+      }
+      if (e.cpu) {
+        constexpr int qs_at = A::id == type::q8_1 ? 4 : 2;
+        char* b = col + blk * static_cast<std::int64_t>(sizeof(typename A::block));
+        b[qs_at + lane] = static_cast<char>(qv);
+        if (lane == 0) {
+          b[0] = static_cast<char>(dbits & 0xff);
+          b[1] = static_cast<char>(dbits >> 8);
+          if constexpr (A::id == type::q8_1) {
+            const std::uint16_t sbits = dm::f16_bits(__fmul_rn(d, static_cast<float>(sum)));
+            b[2] = static_cast<char>(sbits & 0xff);
+            b[3] = static_cast<char>(sbits >> 8);
+          }
+        }
+      } else {
+        col[blk * 32 + lane] = static_cast<char>(qv);
+        if (lane == 0) reinterpret_cast<float*>(col + e.d_off)[blk] = fmt::h2f(dbits);
+      }
+    } else {
+      // q8_K (kquants.hpp): xm the first value of the largest magnitude, iscale = -127 / xm,
+      // q = nearest_clamped(iscale x), d = 1 / iscale; lane l holds values 8l .. 8l + 7
+      float v[8];
+      const float4* x4 = reinterpret_cast<const float4*>(x + 8 * lane);
+      const float4 a0 = x4[0], a1 = x4[1];
+      v[0] = a0.x, v[1] = a0.y, v[2] = a0.z, v[3] = a0.w, v[4] = a1.x, v[5] = a1.y, v[6] = a1.z, v[7] = a1.w;
+      float amax = 0.0f, xm = 0.0f;
+      int at = 0x7fffffff;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (fabsf(v[j]) > amax) {
+          amax = fabsf(v[j]);
+          xm = v[j];
+          at = 8 * lane + j;
+        }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float oa = __shfl_xor_sync(0xffffffffu, amax, o), ox = __shfl_xor_sync(0xffffffffu, xm, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+        if (oa > amax || (oa == amax && oi < at)) {
+          amax = oa;
+          xm = ox;
+          at = oi;
+        }
+      }
+      int qv[8];
+      float d = 0.0f;
+      if (!(amax > 0.0f)) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qv[j] = 0;
+      } else {
+        const float iscale = __fdiv_rn(-127.0f, xm);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          qv[j] = q8::nearest_clamped127(__fmul_rn(iscale, v[j]));
+          if (e.plant == 1) qv[j] = max(-127, min(127, __float2int_rz(__fmul_rn(iscale, v[j]))));
+        }
+        d = __fdiv_rn(1.0f, iscale);
+      }
+      int s8 = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) s8 += qv[j];
+      const int s16 = s8 + __shfl_xor_sync(0xffffffffu, s8, 1);  // lanes 2k, 2k + 1: sub-block k
+      unsigned w0 = 0, w1 = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        w0 |= (static_cast<unsigned>(qv[j]) & 0xffu) << (8 * j);
+        w1 |= (static_cast<unsigned>(qv[4 + j]) & 0xffu) << (8 * j);
+      }
+      char* qs;
+      float* dp;
+      short* bs;
+      if (e.cpu) {
+        char* b = col + blk * static_cast<std::int64_t>(sizeof(typename A::block));
+        qs = b + 4;
+        dp = reinterpret_cast<float*>(b);
+        bs = reinterpret_cast<short*>(b + 260);
+      } else {
+        qs = col + blk * 256;
+        dp = reinterpret_cast<float*>(col + e.d_off) + blk;
+        bs = reinterpret_cast<short*>(col + e.bs_off) + 16 * blk;
+      }
+      reinterpret_cast<unsigned*>(qs + 8 * lane)[0] = w0;
+      reinterpret_cast<unsigned*>(qs + 8 * lane)[1] = w1;
+      if ((lane & 1) == 0) bs[lane / 2] = static_cast<short>(s16);
+      if (lane == 0) *dp = d;
+    }
+  }
+}
+
+// ---- matvec_q8 -------------------------------------------------------------------------------
+
+constexpr int mq_warps = 8, mq_threads = 32 * mq_warps, mq_rows_per_warp = 2, mq_rows = mq_warps * mq_rows_per_warp;
+// weights per shared-memory slab: 64 chunks, two per lane
+constexpr int mq_slab = 2048;
+
+// one row's slab bytes, with room for a misaligned start and end
+template <class W>
+constexpr int mq_buf_bytes() {
+  constexpr int bytes = mq_slab / W::block_size * static_cast<int>(sizeof(typename W::block));
+  return (bytes + 30) / 16 * 16;
+}
+// two buffers per row, plus 16 bytes: ld_words reads the aligned word after a field's last
+// byte, which for the last row's last block is past its buffer (the value is not used)
+template <class W>
+constexpr std::size_t mq_smem() {
+  return static_cast<std::size_t>(2 * mq_rows) * mq_buf_bytes<W>() + 16;
+}
+
+// At most 128 registers (2 blocks, 16 warps an SM), as matvec_q.
+template <class W, int NC>
+__global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_cols a, int plant) {
+  using Q = q8::q8dot<W>;
+  constexpr int R = mq_rows_per_warp, B = W::block_size, S = sizeof(typename W::block), CH = Q::ch, NP = Q::np;
+  constexpr int buf = mq_buf_bytes<W>();
+  extern __shared__ __align__(16) unsigned char wbuf[];  // [2][warps][R][buf]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mq_rows) + warp * R;
+  const std::int64_t per_slab = p.ids ? 1 : p.n;
+  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
+  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const std::int64_t dropped = plant == 2 ? p.kp / B - 1 : -1;  // the control's lost block
+
+  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
+    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
+    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
+    const std::int64_t q0 = slab * per_slab + c0;
+    const char* w;
+    float* y0;
+    const bool ok = mv::column_of(p, q0, w, y0);  // every column of a group shares the slab
+
+    float acc[R][NC];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[r][c] = 0.0f;
+
+    // this warp's rows' bytes of the slab at k0 into buffer nb, as one cp.async group
+    auto fetch = [&](std::int64_t k0, int nb) {
+      const int bytes = static_cast<int>(p.kp - k0 < mq_slab ? p.kp - k0 : mq_slab) / B * S;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (!ok || row0 + r >= p.m) continue;
+        const std::uintptr_t src = reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S;
+        const int off = static_cast<int>(src & 15);
+        const char* base = reinterpret_cast<const char*>(src - off);
+        unsigned char* dst = wbuf + ((nb * mq_warps + warp) * R + r) * buf;
+        const int n16 = (off + bytes + 15) / 16;
+        for (int i = lane; i < n16; i += 32) mv::copy16_async(dst + 16 * i, base + 16 * i);
+      }
+      mv::copy_async_commit();
+    };
+    __syncthreads();  // the previous group's buffers are read
+    fetch(0, 0);
+    int it = 0;
+    for (std::int64_t k0 = 0; k0 < p.kp; k0 += mq_slab, ++it) {
+      const int len = static_cast<int>(p.kp - k0 < mq_slab ? p.kp - k0 : mq_slab);
+      const int cur = it & 1;
+      const bool more = k0 + mq_slab < p.kp;
+      __syncthreads();  // the buffer about to be refilled is read
+      if (more) fetch(k0 + mq_slab, cur ^ 1);
+      if (more) mv::copy_async_wait<1>();
+      else mv::copy_async_wait<0>();
+      __syncthreads();
+      if (!ok) continue;
+      const unsigned char* wr[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int off =
+            static_cast<int>((reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S) & 15);
+        wr[r] = wbuf + ((cur * mq_warps + warp) * R + r) * buf + off;
+      }
+      const int chunks = len / 32;  // a whole number of blocks: groups of CH lanes live or not together
+      for (int cb = 0; cb < chunks; cb += 32) {
+        const int cl = cb + lane;
+        const bool live = cl < chunks;
+        const int cs = live ? cl : 0;
+        const std::int64_t kc = k0 / 32 + cs;  // the chunk's index in the row
+        typename Q::wc u[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) Q::unpack(wr[r] + (cs / CH) * S, cs % CH, u[r]);
+        const bool lead = live && cs % CH == 0 && kc / CH != dropped;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          if (c >= nc) break;
+          const q8::act_col ac{a.base + (q0 + c) * a.col_stride, a.d_off, a.bs_off};
+          const int4* xp = reinterpret_cast<const int4*>(ac.c + 32 * kc);
+          const int4 xa = __ldg(xp), xb = __ldg(xp + 1);
+          const int x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            int pr[NP];
+            Q::part(u[r], x, ac, kc, pr);
+            if constexpr (CH > 1) {
+#pragma unroll
+              for (int o = 1; o < CH; o <<= 1)
+#pragma unroll
+                for (int i = 0; i < NP; ++i) pr[i] += __shfl_xor_sync(0xffffffffu, pr[i], o);
+            }
+            if (lead) acc[r][c] += Q::term(u[r], ac, kc, pr);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[r][c] += __shfl_xor_sync(0xffffffffu, acc[r][c], o);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::int64_t row = row0 + r;
+      if (r != lane || row >= p.m) continue;
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        if (c >= nc) break;
+        const char* wc;
+        float* y;
+        mv::column_of(p, q0 + c, wc, y);
+        y[row] = ok ? acc[r][c] : __int_as_float(0x7fc00000);
+      }
+    }
+  }
+}
+
+// ---- host side -------------------------------------------------------------------------------
+
+// Raises a kernel's dynamic shared-memory limit once per device.
+template <auto Kernel>
+void allow_smem(std::size_t bytes, int device) {
+  static std::atomic<std::uint64_t> done{0};
+  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
+  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
+  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
+
+template <class A>
+void launch_encode(const mm_args& p, char* out, const act_layout& l, bool cpu, std::int64_t col_stride,
+                   cudaStream_t stream) {
+  enc_args e{};
+  e.p = p;
+  e.out = out;
+  e.col_stride = col_stride;
+  e.d_off = l.d_off;
+  e.bs_off = l.bs_off;
+  e.cpu = cpu;
+  e.plant = g_plant;
+  const dim3 grid(blocks_for(l.nblk, enc_warps), mv::grid_y(p.ncols));
+  encode_act<A><<<grid, enc_threads, 0, stream>>>(e);
+  GK_CUDA_LAUNCHED();
+}
+
+template <class W, int NC>
+void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
+  constexpr std::size_t smem = mq_smem<W>();
+  static_assert(smem <= 99 * 1024, "matvec_q8: more shared memory than sm_86/89/120 give a block");
+  allow_smem<matvec_q8<W, NC>>(smem, x.props.device);
+  const dim3 grid(blocks_for(p.m, mq_rows), mv::grid_y(groups));
+  matvec_q8<W, NC><<<grid, mq_threads, smem, x.stream>>>(p, a, g_plant);
+  GK_CUDA_LAUNCHED();
+}
+
+template <class W>
+void run(const mm_args& p, void* act, exec& x) {
+  using A = typename W::dot_type;
+  const act_layout l = layout_of<A>(p.kp);
+  launch_encode<A>(p, static_cast<char*>(act), l, false, l.col_stride, x.stream);
+  const q8::act_cols a{static_cast<const char*>(act), l.col_stride, l.d_off, l.bs_off};
+  const std::int64_t per_slab = p.ids ? 1 : p.n, slabs = p.ncols / per_slab;
+  if (per_slab == 1) return launch_matvec<W, 1>(p, a, slabs, x);
+  if (per_slab == 2) return launch_matvec<W, 2>(p, a, slabs, x);
+  if (per_slab <= 4) return launch_matvec<W, 4>(p, a, slabs, x);
+  launch_matvec<W, 8>(p, a, slabs * ((per_slab + 7) / 8), x);
+}
+
+}  // namespace
+
+bool matvec_q8_serves(type w) {
+  bool yes = false;
+  formats::visit(w, [&]<class W>(std::type_identity<W>) { yes = q8::has_q8dot<W>; });
+  return yes;
+}
+
+std::size_t matvec_q8_scratch(type w, const mm_args& p) {
+  std::size_t bytes = 0;
+  formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>)
+      bytes = static_cast<std::size_t>(layout_of<typename W::dot_type>(p.kp).col_stride * p.ncols);
+  });
+  return bytes;
+}
+
+void matvec_q8_run(type w, const mm_args& p, void* act, exec& x) {
+  const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) run<W>(p, act, x);
+    else throw error("gk: CUDA: matvec_q8 has no block dot for " + std::string(gk::name(w)));
+  });
+  if (!done) throw error("gk: CUDA: matvec_q8: unknown weight type");
+}
+
+// ---- for tests (test_cuda_matmul.cpp) ----
+
+// The planted controls: 0 none, 1 the encoder truncates, 2 the mat-vec drops each row's last
+// block. Not thread-safe; set between graph computes.
+void matvec_q8_plant(int control) { g_plant = control; }
+
+// rows x k floats (host) encoded on device 0 by encode_act into act's (q8_0, q8_1, q8_K)
+// CPU blocks (host, rows * row_size(act, k) bytes).
+void matvec_q8_encode_rows(type act, const float* x, std::int64_t k, std::int64_t rows, void* out) {
+  const std::size_t in_bytes = static_cast<std::size_t>(k * rows) * sizeof(float);
+  const std::size_t row_bytes = gk::row_size(act, k), out_bytes = row_bytes * static_cast<std::size_t>(rows);
+  void *dx = nullptr, *dy = nullptr;
+  GK_CUDA_CHECK(cudaSetDevice(0));
+  GK_CUDA_CHECK(cudaMalloc(&dx, in_bytes));
+  GK_CUDA_CHECK(cudaMalloc(&dy, out_bytes));
+  GK_CUDA_CHECK(cudaMemcpy(dx, x, in_bytes, cudaMemcpyHostToDevice));
+  GK_CUDA_CHECK(cudaMemset(dy, 0xff, out_bytes));
+  mm_args p{};
+  p.x = static_cast<const float*>(dx);
+  p.k = p.kp = k;
+  p.ncols = rows;
+  auto go = [&]<class A>(std::type_identity<A>) {
+    launch_encode<A>(p, static_cast<char*>(dy), layout_of<A>(k), true, static_cast<std::int64_t>(row_bytes), nullptr);
+  };
+  if (act == type::q8_0) go(std::type_identity<F::q8_0>{});
+  else if (act == type::q8_1) go(std::type_identity<F::q8_1>{});
+  else if (act == type::q8_K) go(std::type_identity<F::q8_K>{});
+  else throw error("gk: CUDA: matvec_q8_encode_rows: " + std::string(gk::name(act)) + " is not an activation format");
+  GK_CUDA_CHECK(cudaDeviceSynchronize());
+  GK_CUDA_CHECK(cudaMemcpy(out, dy, out_bytes, cudaMemcpyDeviceToHost));
+  GK_CUDA_CHECK(cudaFree(dx));
+  GK_CUDA_CHECK(cudaFree(dy));
+}
+
+}  // namespace gk::cuda

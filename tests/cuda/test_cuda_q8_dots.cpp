@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+// The dp4a mat-vec's block dots (src/cuda/matvec_q8.cuh) against the CPU definition W::dot,
+// bit for bit, on the host: the header compiled as host code (GK_Q8_HOST) with the few CUDA
+// intrinsics it uses emulated here from their PTX definitions (dp4a: four signed byte
+// products plus c; vsub4: bytewise subtraction mod 256; prmt default mode; funnel shift
+// right). No GPU is needed, so this runs wherever CUDA is configured; the device suite
+// (test_cuda_matmul, [q8]) checks the compiled kernels end to end.
+//
+// Per format: random weight blocks (encoded by W::encode from normal values, some tiny),
+// random activation blocks (encode_row of W::dot_type, some with zeros), the activation in
+// the mat-vec's layout (codes, d as float, q8_K's bsums); each chunk unpacked from a copy
+// of the block at every offset mod 4 (weights sit at any alignment in the staged rows),
+// its integer part taken, the parts summed as the lanes' shuffles do, and the term compared
+// with W::dot(block, act) by bits. Planted control (tag [.control], must fail): a q4_0 dot
+// whose codes are off by one.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <tuple>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gk/core/exact_fp.hpp"
+#include "gk/core/narrow.hpp"
+#include "gk/formats/all.hpp"
+
+// the products and sums below are the device's __fmul_rn / __fadd_rn: never fused
+GK_EXACT_FP_BEGIN
+
+// ---- the intrinsics, as PTX defines them ----
+namespace {
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
+  return static_cast<unsigned>(((static_cast<std::uint64_t>(hi) << 32) | lo) >> (sh & 31));
+}
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i) c += static_cast<std::int8_t>(a >> (8 * i)) * static_cast<std::int8_t>(b >> (8 * i));
+  return c;
+}
+inline unsigned __vsub4(unsigned a, unsigned b) {
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= (((a >> (8 * i)) - (b >> (8 * i))) & 0xffu) << (8 * i);
+  return r;
+}
+// prmt.b32 default mode; selector nibbles here never set bit 3 (sign replication)
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const std::uint64_t v = (static_cast<std::uint64_t>(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+  return r;
+}
+inline float __int2float_rn(int v) { return static_cast<float>(v); }
+template <class T>
+T __ldg(const T* p) { return *p; }
+}  // namespace
+
+// ---- formats.cuh's pieces the dots use, from gk's own definitions ----
+namespace gk::cuda::fmt {
+inline float mul(float a, float b) { return a * b; }
+inline float add(float a, float b) { return a + b; }
+inline float sub(float a, float b) { return a - b; }
+inline float h2f(std::uint16_t h) { return gk::f16_to_f32(h); }
+inline float e8m0_half(std::uint8_t e) { return gk::e8m0_to_f32_half(e); }
+inline float ue4m3(std::uint8_t x) { return gk::ue4m3_to_f32(x); }
+inline int trit(unsigned b, int k) { return gk::formats::detail::trit(static_cast<std::uint8_t>(b), k); }
+template <class T>
+struct table_view { const T* v; };
+inline const table_view<std::uint64_t> iq2xxs_grid{gk::codebooks::iq2xxs_grid}, iq2xs_grid{gk::codebooks::iq2xs_grid},
+    iq2s_grid{gk::codebooks::iq2s_grid}, iq1s_grid{gk::codebooks::iq1s_grid};
+inline const table_view<std::uint32_t> iq3xxs_grid{gk::codebooks::iq3xxs_grid}, iq3s_grid{gk::codebooks::iq3s_grid};
+inline const table_view<std::uint8_t> ksigns_iq2xs{gk::codebooks::ksigns_iq2xs};
+}  // namespace gk::cuda::fmt
+
+#define GK_Q8_HOST 1
+#include "../../src/cuda/matvec_q8.cuh"
+
+namespace {
+
+namespace F = gk::formats;
+namespace q8 = gk::cuda::q8;
+
+// the control's dot: q4_0 with every code one too high
+struct q4_0_off_by_one : q8::q8dot<F::q4_0> {
+  static void unpack(const unsigned char* b, int c, wc& u) {
+    q8::q8dot<F::q4_0>::unpack(b, c, u);
+    for (auto& q : u.q) q = __vsub4(q, 0xffffffffu);
+  }
+};
+
+// Blocks whose device term differs from W::dot in bits (Q: the dot under test).
+template <class W, class Q = q8::q8dot<W>>
+int mismatches(int trials) {
+  using A = typename W::dot_type;
+  constexpr int B = W::block_size, S = sizeof(typename W::block), nblk = B / A::block_size;
+  std::mt19937 rng(5 + static_cast<int>(W::id));
+  std::normal_distribution<float> g;
+  int bad = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<float> w(B), x(B);
+    for (auto& v : w) v = g(rng) * (t % 3 == 0 ? 0.01f : 1.0f);
+    for (auto& v : x) v = g(rng) * (t % 5 == 0 ? 100.0f : 1.0f);
+    if (t % 7 == 1)
+      for (int i = 0; i < B; i += 3) x[i] = 0.0f;
+    typename W::block wb;
+    W::encode(w.data(), wb, nullptr);
+    std::vector<typename A::block> ab(nblk);
+    gk::encode_row<A>(x.data(), ab.data(), B, nullptr);
+    const float want = W::dot(wb, ab.data());
+    // the activation column as encode_act lays it out
+    std::vector<char> col(B + 4 * nblk + 32 * nblk, 0);
+    for (int i = 0; i < nblk; ++i) {
+      float d;
+      if constexpr (A::id == gk::type::q8_K) {
+        d = ab[i].d;
+        std::memcpy(col.data() + B + 4 * nblk + 32 * i, ab[i].bsums, 32);
+      } else {
+        d = gk::to_f32(ab[i].d);
+      }
+      std::memcpy(col.data() + A::block_size * i, ab[i].qs, A::block_size);
+      std::memcpy(col.data() + B + 4 * i, &d, 4);
+    }
+    const q8::act_col ac{col.data(), B, B + 4 * nblk};
+    for (int off = 0; off < 4; ++off) {
+      alignas(16) unsigned char buf[S + 16] = {};
+      std::memcpy(buf + off, &wb, S);
+      int total[Q::np] = {};
+      typename Q::wc lead{};
+      for (int c = 0; c < Q::ch; ++c) {
+        typename Q::wc u;
+        Q::unpack(buf + off, c, u);
+        if (c == 0) lead = u;
+        int xw[8];
+        std::memcpy(xw, col.data() + 32 * c, 32);
+        int p[Q::np];
+        Q::part(u, xw, ac, c, p);
+        for (int i = 0; i < Q::np; ++i) total[i] += p[i];
+      }
+      const float got = Q::term(lead, ac, 0, total);
+      if (std::memcmp(&got, &want, 4) != 0) {
+        if (bad < 3)
+          UNSCOPED_INFO(gk::name(W::id) << " trial " << t << " offset " << off << ": cpu " << want << ", device dot " << got);
+        ++bad;
+      }
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("matvec_q8 block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
+  int served = 0;
+  std::apply(
+      [&](auto... w) {
+        (
+            [&]<class W>(W) {
+              if constexpr (q8::has_q8dot<W>) {
+                INFO("format " << gk::name(W::id));
+                CHECK(mismatches<W>(W::block_size == 256 ? 60 : 300) == 0);
+                ++served;
+              }
+            }(w),
+            ...);
+      },
+      gk::formats::all{});
+  CHECK(served == 26);  // every integer weight format (all but f32, f16, bf16 and q8_K)
+}
+
+TEST_CASE("matvec_q8 block dots control: codes off by one must fail", "[.control]") {
+  CHECK(mismatches<F::q4_0, q4_0_off_by_one>(50) == 0);
+}
+
+GK_EXACT_FP_END
