@@ -3,7 +3,9 @@
 // format: the build compiles this file once per target (scalar, avx2, avx512 flags), and
 // each binary checks its own target when the CPU can run it. Weights are our encodings
 // and random bytes (any bits a file may hold); activations are encoded once, by the
-// scalar encoder, and read by both paths.
+// scalar encoder, and read by both paths, or have their quant bytes replaced by random ones
+// (-128 among them, which no encoder writes). Every dot_tile shape the matmul runs
+// (tile_shape below mirrors cpu/matmul.hpp's) is checked against the row dots too.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,8 +22,20 @@
 
 namespace {
 
+// activation quant bytes: random, a quarter of them -128
+template <class B>
+void randomise_quants(std::vector<B>& a, std::mt19937_64& rng) {
+  if constexpr (requires(B b) { b.qs[0]; }) {
+    for (auto& b : a)
+      for (auto& q : b.qs) {
+        const auto v = rng();
+        q = static_cast<std::int8_t>(v % 4 == 0 ? -128 : static_cast<int>((v >> 8) & 0xff) - 128);
+      }
+  }
+}
+
 template <class W, class RowDot>
-std::int64_t mismatches(RowDot&& kernel, int rows = 48, int n = 2048) {
+std::int64_t mismatches(RowDot&& kernel, int rows = 48, int n = 2048, bool random_act = false) {
   using A = typename W::dot_type;
   std::mt19937_64 rng(42);
   std::normal_distribution<float> g;
@@ -44,6 +58,7 @@ std::int64_t mismatches(RowDot&& kernel, int rows = 48, int n = 2048) {
       gk::encode_row<W>(x.data(), w.data(), n);
     }
     gk::encode_row<A>(xa.data(), a.data(), n);
+    if (random_act) randomise_quants(a, rng);
     const float want = gk::dot_row<W>(w.data(), a.data(), n);
     const float got = kernel(w.data(), a.data(), n);
     bad += std::memcmp(&want, &got, sizeof want) != 0;
@@ -51,30 +66,67 @@ std::int64_t mismatches(RowDot&& kernel, int rows = 48, int n = 2048) {
   return bad;
 }
 
-// A row dot computed through a 4x2 dot_tile: the rows are w and w with its blocks
-// reversed, the columns a and a reversed; every one of the 8 results must equal its own
-// row dot bit for bit, and the (w, a) one is returned (NaN if any differs).
-template <class W>
+// The tile shape cpu/matmul.hpp runs for W: dot_tile's rows x cols where it names them,
+// else 4 x 2; then leftover columns 4, 2 and 1 at a time.
+template <class D>
+struct tile_shape {
+  static constexpr int rows = 4, cols = 2;
+};
+template <class D>
+  requires requires { D::rows; D::cols; }
+struct tile_shape<D> {
+  static constexpr int rows = D::rows, cols = D::cols;
+};
+
+// A row dot computed through an R x C dot_tile: the rows are w, w with its blocks reversed
+// and w with its blocks rotated by one, the columns a and a reversed / rotated the same
+// way (w and a last); every one of the R * C results must equal its own row dot bit for
+// bit, and the (w, a) one is returned (NaN if any differs).
+template <class W, int R, int C>
 float tile_as_row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
   using A = typename W::dot_type;
   using K = gk::dot_kernel<W, gk::simd::native>;
-  std::vector<typename W::block> wr(w, w + n / W::block_size);
-  std::vector<typename A::block> ar(a, a + n / A::block_size);
-  std::reverse(wr.begin(), wr.end());
-  // reverse whole weight-block spans of activation blocks, so pairs stay aligned
+  const std::size_t nb = static_cast<std::size_t>(n / W::block_size);
+  // whole weight-block spans of activation blocks move together, so pairs stay aligned
   constexpr int per = W::block_size / A::block_size > 0 ? W::block_size / A::block_size : 1;
-  for (std::size_t i = 0; i < wr.size(); ++i)
-    for (int j = 0; j < per; ++j) ar[i * per + static_cast<std::size_t>(j)] = a[(wr.size() - 1 - i) * per + static_cast<std::size_t>(j)];
-  const typename W::block* rows[4] = {w, wr.data(), wr.data(), w};
-  const typename A::block* cols[2] = {ar.data(), a};
-  float out[8];
-  gk::dot_tile<W, gk::simd::native>::template run<4, 2>(rows, cols, n, out);
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 2; ++c) {
-      const float want = K::row(rows[r], cols[c], n);
-      if (std::memcmp(&want, &out[r * 2 + c], sizeof want) != 0) return NAN;
+  std::vector<typename W::block> wv[2];
+  std::vector<typename A::block> av[2];
+  for (int v = 0; v < 2; ++v) {
+    wv[v].resize(nb);
+    av[v].resize(nb * per);
+    for (std::size_t i = 0; i < nb; ++i) {
+      const std::size_t src = v == 0 ? nb - 1 - i : (i + 1) % nb;
+      wv[v][i] = w[src];
+      for (int j = 0; j < per; ++j) av[v][i * per + static_cast<std::size_t>(j)] = a[src * per + static_cast<std::size_t>(j)];
     }
-  return out[3 * 2 + 1];
+  }
+  const typename W::block* rows[R];
+  const typename A::block* cols[C];
+  for (int r = 0; r < R; ++r) rows[r] = r == R - 1 ? w : wv[r % 2].data();
+  for (int c = 0; c < C; ++c) cols[c] = c == C - 1 ? a : av[(c + 1) % 2].data();
+  float out[R * C];
+  gk::dot_tile<W, gk::simd::native>::template run<R, C>(rows, cols, n, out);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const float want = K::row(rows[r], cols[c], n);
+      if (std::memcmp(&want, &out[r * C + c], sizeof want) != 0) return NAN;
+    }
+  return out[R * C - 1];
+}
+
+// every shape the matmul runs for W, and the 4 x 2 of the primary template
+template <class W>
+void check_tiles(int len) {
+  using S = tile_shape<gk::dot_tile<W, gk::simd::native>>;
+  const int n = len * W::block_size;
+  for (bool ra : {false, true}) {
+    INFO("tile rows of " << len << " blocks, random activation bytes " << ra);
+    CHECK(mismatches<W>(&tile_as_row<W, S::rows, S::cols>, 4, n, ra) == 0);
+    if constexpr (S::cols > 4) CHECK(mismatches<W>(&tile_as_row<W, S::rows, 4>, 4, n, ra) == 0);
+    if constexpr (S::cols > 2) CHECK(mismatches<W>(&tile_as_row<W, S::rows, 2>, 4, n, ra) == 0);
+    CHECK(mismatches<W>(&tile_as_row<W, S::rows, 1>, 4, n, ra) == 0);
+    CHECK(mismatches<W>(&tile_as_row<W, 4, 2>, 2, n, ra) == 0);
+  }
 }
 
 template <class... Ws>
@@ -87,10 +139,11 @@ void check_all(std::tuple<Ws...>*) {
         // short rows and tails (1, 2, 3, 5 blocks, and 21 = 16 + 5), and for the float rows every
         // length up to 40 plus a long odd one (lanes that are not a multiple of the vector)
         for (int len : {1, 2, 3, 5, 21}) CHECK(mismatches<Ws>(&K::row, 6, len * Ws::block_size) == 0);
+        CHECK(mismatches<Ws>(&K::row, 6, 5 * Ws::block_size, true) == 0);
         if constexpr (Ws::block_size == 1)
           for (int len = 1; len <= 40; ++len) CHECK(mismatches<Ws>(&K::row, 2, len + (len == 40 ? 2007 : 0)) == 0);
-        // the same dots four rows by two columns at a time (dot_tile, what the matmul calls)
-        for (int len : {1, 17, 64}) CHECK(mismatches<Ws>(&tile_as_row<Ws>, 6, len * Ws::block_size) == 0);
+        // the same dots through every dot_tile shape the matmul calls
+        for (int len : {1, 2, 3, 5, 21, 64}) check_tiles<Ws>(len);
       }(),
       ...);
 }
@@ -106,18 +159,26 @@ TEST_CASE("every format's dot on this build's target equals the scalar definitio
   check_all(static_cast<gk::formats::all*>(nullptr));
 }
 
+// A tile whose two columns are swapped; W's own shape with two columns, so the control
+// runs through the specialised tile where there is one.
+template <class W>
+float swapped_tile(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
+  using A = typename W::dot_type;
+  constexpr int R = tile_shape<gk::dot_tile<W, gk::simd::native>>::rows;
+  std::vector<typename A::block> other(a, a + n / A::block_size);
+  std::reverse(other.begin(), other.end());
+  const typename W::block* rows[R];
+  for (auto& r : rows) r = w;
+  const typename A::block* cols[2] = {other.data(), a};
+  float out[R * 2];
+  gk::dot_tile<W, gk::simd::native>::template run<R, 2>(rows, cols, n, out);
+  return out[0];  // column 0 where column 1 was meant
+}
+
 TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control]") {
-  using W = gk::formats::q4_0;
-  auto broken = [](const W::block* w, const W::dot_type::block* a, std::int64_t n) {
-    std::vector<W::dot_type::block> other(a, a + n / 32);
-    std::reverse(other.begin(), other.end());
-    const W::block* rows[4] = {w, w, w, w};
-    const W::dot_type::block* cols[2] = {other.data(), a};
-    float out[8];
-    gk::dot_tile<W, gk::simd::native>::run<4, 2>(rows, cols, n, out);
-    return out[0];  // column 0 where column 1 was meant
-  };
-  CHECK(mismatches<W>(broken) > 0);
+  CHECK(mismatches<gk::formats::q4_0>(&swapped_tile<gk::formats::q4_0>) > 0);
+  CHECK(mismatches<gk::formats::iq2_xxs>(&swapped_tile<gk::formats::iq2_xxs>, 8) > 0);
+  CHECK(mismatches<gk::formats::q4_K>(&swapped_tile<gk::formats::q4_K>, 8) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {

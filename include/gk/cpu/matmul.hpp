@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -32,10 +33,27 @@ namespace gk::cpu::matmul {
 // q8_0 (34 KiB, L1/L2-resident) and each weight row, once loaded, is dotted with all 8.
 inline constexpr std::int64_t tile_rows = 16;
 inline constexpr std::int64_t tile_cols = 8;
-// Inside a tile of two or more columns, dots go 4 weight rows by 2 (or 1) columns at a
-// time through dot_tile, which runs their sums side by side where a target specialises it
-// (avx512 q4_0/q8_0): q4_0 prompt (N = 64) 41 -> 71 GFLOP/s on one thread.
-inline constexpr int dot_rows = 4;
+// Inside a tile of two or more columns, dots go dot_tile<W, T>::rows weight rows by
+// dot_tile<W, T>::cols columns at a time (4 by 2 where the tile does not say), then
+// leftover columns four, two and one at a time. A target specialises dot_tile where doing
+// several dots together is faster: avx512 q4_0/q8_0 run their block chains side by side
+// (q4_0 prompt, N = 64: 41 -> 71 GFLOP/s on one thread); the avx512 256-weight formats
+// unpack each weight block once and dot it with the panel's eight columns, 2 rows x 8
+// (avx512/dot_tile.hpp; iq2_xxs prompt 0.21 -> 0.54 of the reference on one thread).
+template <class D>
+concept shaped_tile = requires {
+  { D::rows } -> std::convertible_to<int>;
+  { D::cols } -> std::convertible_to<int>;
+};
+template <class D>
+struct tile_shape {
+  static constexpr int rows = 4, cols = 2;
+};
+template <shaped_tile D>
+struct tile_shape<D> {
+  static constexpr int rows = D::rows, cols = D::cols;
+  static_assert(rows >= 1 && cols >= 1 && cols <= tile_cols);
+};
 
 // Planted faults for the tiling test's controls (tests/cpu/test_matmul_tiling.cpp); gk
 // itself only instantiates fault::none.
@@ -119,23 +137,24 @@ void mul_mat(const exec& ex, tensor* dst) {
     // One column (decode): row by row. Measured on q4_0/q8_0 from 1 GiB of weights, 4-row
     // tiles read 7.7 / 13.5 GB/s against 15.3 / 16.7 row by row: the interleaved streams
     // cost more than the overlapped chains gain when the dot waits on memory anyway.
-    for (; nc >= 2 && r + dot_rows <= row0 + nr; r += dot_rows) {
-      const typename W::block* w[dot_rows];
-      for (int j = 0; j < dot_rows; ++j) w[j] = wrow(r + j);
+    using tile = dot_tile<W, T>;
+    constexpr int tr = tile_shape<tile>::rows, tc = tile_shape<tile>::cols;
+    auto run = [&]<int C>(const typename W::block* const* w, std::int64_t c) {
+      float o[tr * C];
+      tile::template run<tr, C>(w, p.col + c, k, o);
+      for (int j = 0; j < tr; ++j)
+        for (int i = 0; i < C; ++i) ycol[c + i][r + j] = o[j * C + i];
+    };
+    for (; nc >= 2 && r + tr <= row0 + nr; r += tr) {
+      const typename W::block* w[tr];
+      for (int j = 0; j < tr; ++j) w[j] = wrow(r + j);
       std::int64_t c = 0;
-      for (; c + 2 <= nc; c += 2) {
-        float o[dot_rows * 2];
-        dot_tile<W, T>::template run<dot_rows, 2>(w, p.col + c, k, o);
-        for (int j = 0; j < dot_rows; ++j) {
-          ycol[c][r + j] = o[j * 2];
-          ycol[c + 1][r + j] = o[j * 2 + 1];
-        }
-      }
-      for (; c < nc; ++c) {
-        float o[dot_rows];
-        dot_tile<W, T>::template run<dot_rows, 1>(w, p.col + c, k, o);
-        for (int j = 0; j < dot_rows; ++j) ycol[c][r + j] = o[j];
-      }
+      for (; c + tc <= nc; c += tc) run.template operator()<tc>(w, c);
+      if constexpr (tc > 4)
+        for (; c + 4 <= nc; c += 4) run.template operator()<4>(w, c);
+      if constexpr (tc > 2)
+        for (; c + 2 <= nc; c += 2) run.template operator()<2>(w, c);
+      for (; c < nc; ++c) run.template operator()<1>(w, c);
     }
     for (; r < row0 + nr; ++r)
       for (std::int64_t c = 0; c < nc; ++c) ycol[c][r] = dot_kernel<W, T>::row(wrow(r), p.col[c], k);

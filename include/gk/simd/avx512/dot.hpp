@@ -386,6 +386,7 @@ struct dot_kernel<formats::q5_K, simd::avx512> {
 template <>
 struct dot_tile<formats::q8_0, simd::avx512> {
   static constexpr bool specialised = true;
+  static constexpr int rows = 4, cols = 2;  // the matmul's shape
   template <int R, int C>
   static void run(const formats::q8_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
                   float* out) {
@@ -396,6 +397,7 @@ struct dot_tile<formats::q8_0, simd::avx512> {
 template <>
 struct dot_tile<formats::q4_0, simd::avx512> {
   static constexpr bool specialised = true;
+  static constexpr int rows = 4, cols = 2;  // the matmul's shape
   template <int R, int C>
   static void run(const formats::q4_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
                   float* out) {
