@@ -6,6 +6,7 @@
 # Missing Debian packages are installed with apt-get (as root; otherwise the script says
 # what to install). The reference is built once into a cache by tools/reference.sh and
 # the tests that compare with it are always built. GK_BUILD_DIR picks the build folder.
+# The aarch64 cross compiler and qemu-user run the NEON kernels' tests on x86 (suite neon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
@@ -16,7 +17,8 @@ build="${GK_BUILD_DIR:-build}"
 # libraries when their Debian package is.
 missing=()
 declare -A tool_pkg=([g++]=g++ [meson]=meson [ninja]=ninja-build [pkg-config]=pkg-config
-                     [cmake]=cmake [git]=git [npm]=npm [python3]=python3)
+                     [cmake]=cmake [git]=git [npm]=npm [python3]=python3
+                     [aarch64-linux-gnu-g++]=g++-aarch64-linux-gnu [qemu-aarch64]=qemu-user)
 for cmd in "${!tool_pkg[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${tool_pkg[$cmd]}")
 done

@@ -262,3 +262,4 @@ GK_EXACT_FP_END
 // Target specialisations; each file compiles to nothing unless its target is enabled.
 #include "gk/simd/avx2/math.hpp"
 #include "gk/simd/avx512/math.hpp"
+#include "gk/simd/neon/math.hpp"
