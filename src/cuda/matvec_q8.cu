@@ -25,6 +25,7 @@
 //     shuffles, and the block's first lane applies the float term. Per lane, the terms of
 //     its blocks are summed in f32; a warp shuffle tree ends the row.
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -198,7 +199,13 @@ constexpr std::size_t mq_smem() {
 }
 
 // At most 128 registers (2 blocks, 16 warps an SM), as matvec_q.
-template <class W, int NC>
+// Direct (decode, one column): no staging; each lane reads its chunks' bytes straight from
+// global memory (ld_words' 4-byte loads), so there is no shared memory and no block-wide
+// barrier per slab. ld_words reads the aligned word that holds a field's last byte, so the
+// last block of the last row may read up to 3 bytes past the tensor's end (never past the
+// allocation's granule; the bytes are not used). Measured against the staged kernel: see
+// matvec_q8_direct below.
+template <class W, int NC, bool Direct = false>
 __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_cols a, int plant) {
   using Q = q8::q8dot<W>;
   constexpr int R = mq_rows_per_warp, B = W::block_size, S = sizeof(typename W::block), CH = Q::ch, NP = Q::np;
@@ -240,25 +247,35 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
       }
       mv::copy_async_commit();
     };
-    __syncthreads();  // the previous group's buffers are read
-    fetch(0, 0);
+    if constexpr (!Direct) {
+      __syncthreads();  // the previous group's buffers are read
+      fetch(0, 0);
+    }
     int it = 0;
     for (std::int64_t k0 = 0; k0 < p.kp; k0 += mq_slab, ++it) {
       const int len = static_cast<int>(p.kp - k0 < mq_slab ? p.kp - k0 : mq_slab);
       const int cur = it & 1;
-      const bool more = k0 + mq_slab < p.kp;
-      __syncthreads();  // the buffer about to be refilled is read
-      if (more) fetch(k0 + mq_slab, cur ^ 1);
-      if (more) mv::copy_async_wait<1>();
-      else mv::copy_async_wait<0>();
-      __syncthreads();
+      if constexpr (!Direct) {
+        const bool more = k0 + mq_slab < p.kp;
+        __syncthreads();  // the buffer about to be refilled is read
+        if (more) fetch(k0 + mq_slab, cur ^ 1);
+        if (more) mv::copy_async_wait<1>();
+        else mv::copy_async_wait<0>();
+        __syncthreads();
+      }
       if (!ok) continue;
       const unsigned char* wr[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const int off =
-            static_cast<int>((reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S) & 15);
-        wr[r] = wbuf + ((cur * mq_warps + warp) * R + r) * buf + off;
+        if constexpr (Direct) {
+          // rows past the end read the last row (their sums are never written)
+          const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1;
+          wr[r] = reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + k0 / B * S;
+        } else {
+          const int off =
+              static_cast<int>((reinterpret_cast<std::uintptr_t>(w + (row0 + r) * p.w_nb1) + k0 / B * S) & 15);
+          wr[r] = wbuf + ((cur * mq_warps + warp) * R + r) * buf + off;
+        }
       }
       const int chunks = len / 32;  // a whole number of blocks: groups of CH lanes live or not together
       for (int cb = 0; cb < chunks; cb += 32) {
@@ -342,8 +359,29 @@ void launch_encode(const mm_args& p, char* out, const act_layout& l, bool cpu, s
   GK_CUDA_LAUNCHED();
 }
 
+// One-column groups take the unstaged kernel (GK_CUDA_MQ_DIRECT=0 keeps them staged).
+// Measured on the H200 (bench_cuda, N = 1, weights from HBM, % of the copy bandwidth,
+// staged -> direct): q8_0 30 -> 31 / 48 -> 56 (M 4096 / 14336), q4_0 18 -> 19 / 32 -> 38,
+// q4_K 15 -> 14 / 23 -> 23, q2_K 10 -> 10 / 17 -> 18, iq4_xs 14 -> 15 / 24 -> 25: the
+// staging was not what held the K-quants back (their unpack and the lanes' shuffles are).
+bool matvec_q8_direct() {
+  static const bool on = [] {
+    const char* e = std::getenv("GK_CUDA_MQ_DIRECT");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
 template <class W, int NC>
 void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
+  if constexpr (NC == 1) {
+    if (matvec_q8_direct()) {
+      const dim3 grid(blocks_for(p.m, mq_rows), mv::grid_y(groups));
+      matvec_q8<W, 1, true><<<grid, mq_threads, 0, x.stream>>>(p, a, g_plant);
+      GK_CUDA_LAUNCHED();
+      return;
+    }
+  }
   constexpr std::size_t smem = mq_smem<W>();
   static_assert(smem <= 99 * 1024, "matvec_q8: more shared memory than sm_86/89/120 give a block");
   allow_smem<matvec_q8<W, NC>>(smem, x.props.device);
