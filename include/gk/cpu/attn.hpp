@@ -31,6 +31,7 @@
 #include "gk/cpu/rows.hpp"
 #include "gk/formats/all.hpp"
 #include "gk/simd/dot.hpp"
+#include "gk/simd/encode.hpp"
 #include "gk/simd/math.hpp"
 #include "gk/tensor.hpp"
 
@@ -118,7 +119,7 @@ void attend(const exec& ex, tensor* dst) {
     const float slope = ab.slope(static_cast<std::uint32_t>(iq2));
 
     const float* qrow = row_read(q, iq1, iq2, iq3, qbuf);
-    encode_row<D>(qrow, qenc, DK);
+    encode_kernel<D, simd::native>::row(qrow, qenc, DK);
 
     const std::uint16_t* mp = nullptr;
     if (mask)

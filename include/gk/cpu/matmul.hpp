@@ -25,6 +25,7 @@
 #include "gk/cpu/rows.hpp"
 #include "gk/formats/all.hpp"
 #include "gk/simd/dot.hpp"
+#include "gk/simd/encode.hpp"
 #include "gk/tensor.hpp"
 
 namespace gk::cpu::matmul {
@@ -71,8 +72,9 @@ inline bool b_is_native(const tensor* b) noexcept {
   return b->type == A::id && b->rows_contiguous();
 }
 
-// Fill p with columns [c0, c0 + nc) of b at slab (i2, i3).
-template <class A>
+// Fill p with columns [c0, c0 + nc) of b at slab (i2, i3), encoded by target T's kernel
+// (the scalar encoder's bytes on every target).
+template <class A, simd::Target T>
 inline void encode_panel(panel<A>& p, const tensor* b, std::int64_t c0, std::int64_t nc, std::int64_t i2,
                          std::int64_t i3, typename A::block* store, float* fbuf) {
   const std::int64_t k = b->ne[0];
@@ -84,7 +86,7 @@ inline void encode_panel(panel<A>& p, const tensor* b, std::int64_t c0, std::int
     }
     const float* x = row_read(b, c0 + c, i2, i3, fbuf);
     typename A::block* dst = store + static_cast<std::size_t>(c) * stride;
-    encode_row<A>(x, dst, k, nullptr);
+    encode_kernel<A, T>::row(x, dst, k);
     p.col[c] = dst;
   }
 }
@@ -125,7 +127,7 @@ void mul_mat(const exec& ex, tensor* dst) {
     const bool hit = F == fault::panel_key_cb_only ? key_cb == cb
                                                    : (key_cb == cb && key_i2 == i2 && key_i3 == i3);
     if (!hit) {
-      encode_panel<A>(p, b, c0, std::min(tile_cols, n - c0), i2, i3, store, fbuf);
+      encode_panel<A, T>(p, b, c0, std::min(tile_cols, n - c0), i2, i3, store, fbuf);
       key_cb = cb;
       key_i2 = i2;
       key_i3 = i3;
@@ -190,7 +192,7 @@ void mul_mat_id(const exec& ex, tensor* dst) {
       throw error("gk: cpu: mul_mat_id: ids[" + std::to_string(e) + ", " + std::to_string(tok) + "] = " +
                   std::to_string(expert) + " is not an expert index (0.." + std::to_string(n_as - 1) + ")");
     if (key != pair) {
-      encode_panel<A>(p, b, e % b->ne[1], 1, tok, 0, store, fbuf);
+      encode_panel<A, T>(p, b, e % b->ne[1], 1, tok, 0, store, fbuf);
       key = pair;
     }
     const std::int64_t row0 = rb * tile_rows, nr = std::min(tile_rows, m - row0);
