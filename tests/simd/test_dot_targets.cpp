@@ -144,6 +144,7 @@ void check_all(std::tuple<Ws...>*) {
           for (int len = 1; len <= 40; ++len) CHECK(mismatches<Ws>(&K::row, 2, len + (len == 40 ? 2007 : 0)) == 0);
         // the same dots through every dot_tile shape the matmul calls
         for (int len : {1, 2, 3, 5, 21, 64}) check_tiles<Ws>(len);
+        if constexpr (Ws::block_size == 1) check_tiles<Ws>(2048 + 5);  // long float rows, with a tail
       }(),
       ...);
 }
@@ -179,6 +180,10 @@ TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control
   CHECK(mismatches<gk::formats::q4_0>(&swapped_tile<gk::formats::q4_0>) > 0);
   CHECK(mismatches<gk::formats::iq2_xxs>(&swapped_tile<gk::formats::iq2_xxs>, 8) > 0);
   CHECK(mismatches<gk::formats::q4_K>(&swapped_tile<gk::formats::q4_K>, 8) > 0);
+  CHECK(mismatches<gk::formats::f16>(&swapped_tile<gk::formats::f16>, 8) > 0);
+  CHECK(mismatches<gk::formats::f32>(&swapped_tile<gk::formats::f32>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq4_nl>(&swapped_tile<gk::formats::iq4_nl>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq4_xs>(&swapped_tile<gk::formats::iq4_xs>, 8) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {

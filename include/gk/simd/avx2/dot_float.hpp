@@ -34,6 +34,15 @@ inline __m256 load_f32x8(const gk::bf16* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
 }
 
+// The definition's tree over lanes 0-7 (lo) and 8-15 (hi).
+inline float reduce_lanes16(__m256 lo, __m256 hi) {
+  lo = _mm256_add_ps(lo, hi);                                                              // acc[j] += acc[j + 8]
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));         // acc[j] += acc[j + 4]
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                  // acc[j] += acc[j + 2]
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                   // acc[0] += acc[1]
+  return _mm_cvtss_f32(s);
+}
+
 template <class B>
 float float_row_dot(const B* w, const B* a, std::int64_t n) {
   static_assert(formats::float_row::lanes == 16, "the kernel keeps the definition's 16 lanes in two registers");
@@ -54,11 +63,7 @@ float float_row_dot(const B* w, const B* a, std::int64_t n) {
     lo = _mm256_blendv_ps(lo, _mm256_add_ps(lo, _mm256_mul_ps(load_f32x8(wt), load_f32x8(at))), in_lo);
     hi = _mm256_blendv_ps(hi, _mm256_add_ps(hi, _mm256_mul_ps(load_f32x8(wt + 8), load_f32x8(at + 8))), in_hi);
   }
-  lo = _mm256_add_ps(lo, hi);                                                              // acc[j] += acc[j + 8]
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));         // acc[j] += acc[j + 4]
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                  // acc[j] += acc[j + 2]
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                   // acc[0] += acc[1]
-  return _mm_cvtss_f32(s);
+  return reduce_lanes16(lo, hi);
 }
 
 }  // namespace gk::simd::avx2_ops

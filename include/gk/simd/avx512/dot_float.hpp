@@ -31,6 +31,17 @@ inline __m512 load_f32x16(const gk::bf16* p, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
+// The definition's tree over the sixteen lanes of acc: the register's halves, then as in
+// avx2/dot_float.hpp.
+inline float reduce_lanes16(__m512 acc) {
+  // (extract 0 rather than a cast: GCC 12's cast reads an undefined register and warns)
+  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(acc, 0), _mm512_extractf32x8_ps(acc, 1));  // acc[j] += acc[j + 8]
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));                // acc[j] += acc[j + 4]
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                       // acc[j] += acc[j + 2]
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                        // acc[0] += acc[1]
+  return _mm_cvtss_f32(s);
+}
+
 template <class B>
 float float_row_dot(const B* w, const B* a, std::int64_t n) {
   static_assert(formats::float_row::lanes == 16, "the kernel keeps the definition's 16 lanes in one register");
@@ -42,12 +53,7 @@ float float_row_dot(const B* w, const B* a, std::int64_t n) {
     const auto m = static_cast<__mmask16>((1u << r) - 1);
     acc = _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(load_f32x16(w + i, m), load_f32x16(a + i, m)));
   }
-  // (extract 0 rather than a cast: GCC 12's cast reads an undefined register and warns)
-  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(acc, 0), _mm512_extractf32x8_ps(acc, 1));  // acc[j] += acc[j + 8]
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));                // acc[j] += acc[j + 4]
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                                       // acc[j] += acc[j + 2]
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));                                                        // acc[0] += acc[1]
-  return _mm_cvtss_f32(s);
+  return reduce_lanes16(acc);
 }
 
 }  // namespace gk::simd::avx512_ops
