@@ -331,129 +331,6 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
   }
 }
 
-// ---- matvec_q8_lane: one column, a lane per 256 weights -----------------------------------
-// The one-column decode kernel of GK_CUDA_MQ_KERNEL=lane. matvec_q8<W, 1, true> gives each
-// lane a 32-weight chunk, so a 256-weight block's 8 lanes add their parts by 3 shuffles per
-// part and row, and one lane in 8 applies the float term. Here a lane owns 256 weights: one
-// block of the 256-weight formats (q8dot<W>::ch == 8), 8 blocks of the 32-weight ones, 4 of
-// nvfp4/q2_0, 2 of q1_0. It runs q8dot<W>'s unpack and part over the block's chunks in turn
-// and adds the parts in integers (exact, in any order), then applies the block's float term
-// itself: the term equals matvec_q8's and the CPU's bit for bit (term reads only block-wide
-// fields of the chunk it is handed, and the chunk index of the block's first chunk). No
-// shuffles until the row's end; every lane computes.
-//
-// Lane-per-block reads of global memory would be uncoalesced (a warp's load touches 32
-// blocks, S bytes apart: 32 L1 wavefronts an instruction), so each warp copies its rows'
-// bytes of a 2048-weight slab into shared memory with 16-byte cp.async (coalesced, all in
-// flight at once), two slabs ahead, and the lanes read their blocks there (a few-way bank
-// conflicts at worst). Only warp barriers: a warp stages and reads only its own rows.
-// 4 warps a block, R rows a warp (R = 4: GK_CUDA_MQ_KERNEL=lane, 16 rows a block as
-// matvec_q8, slabs of 2048 weights; R = 2: =lane2, 8 rows a block, slabs of 4096, twice the
-// warps at a given M): lane l takes row l / (32 / R) and the l % (32 / R)-th 256 weights of
-// the slab. Activations: __ldg (L1), 32 bytes a chunk; the R lanes of one slab position
-// read the same bytes.
-constexpr int mql_warps = 4, mql_threads = 32 * mql_warps;
-template <int R>
-constexpr int mql_slab = 256 * (32 / R);  // weights of a row per slab: a lane per 256
-// one row's slab bytes, with room for a misaligned start and ld_words' word past the end
-template <class W, int R>
-constexpr int mql_buf_bytes() {
-  constexpr int bytes = mql_slab<R> / W::block_size * static_cast<int>(sizeof(typename W::block));
-  return (bytes + 30) / 16 * 16;
-}
-template <class W, int R>
-constexpr std::size_t mql_smem() {
-  return static_cast<std::size_t>(2 * mql_warps * R) * mql_buf_bytes<W, R>() + 16;
-}
-
-template <class W, int R>
-__global__ __launch_bounds__(mql_threads, 4) void matvec_q8_lane(mm_args p, q8::act_cols a, int plant) {
-  using Q = q8::q8dot<W>;
-  constexpr int IPR = 32 / R, SLAB = mql_slab<R>, B = W::block_size, S = sizeof(typename W::block), CH = Q::ch, NP = Q::np;
-  constexpr int G = 8 / CH;  // blocks a lane takes per slab
-  static_assert(G * CH == 8 && G * B == 256, "matvec_q8_lane: 256 weights a lane");
-  static_assert(R * IPR == 32, "matvec_q8_lane: R divides the warp");
-  constexpr int buf = mql_buf_bytes<W, R>();
-  extern __shared__ __align__(16) unsigned char wbuf[];  // [2][warps][R][buf]
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int r = lane / IPR, j = lane % IPR;  // this lane's row in the warp, its 256 weights of a slab
-  const std::int64_t row0 = (blockIdx.x * static_cast<std::int64_t>(mql_warps) + warp) * R;
-  const std::int64_t nblk = p.kp / B;
-  const std::int64_t dropped = plant == 2 ? nblk - 1 : -1;  // the control's lost block
-
-  for (std::int64_t q = blockIdx.y; q < p.ncols; q += gridDim.y) {
-    const char* w;
-    float* y;
-    const bool ok = mv::column_of(p, q, w, y);
-    const q8::act_col ac{a.base + q * a.col_stride, a.d_off, a.bs_off};
-    float acc = 0.0f;
-    if (ok) {
-      // the warp's rows' bytes of the slab at k0 into buffer nb, as one cp.async group; rows
-      // past the end copy the last row (their sums are never written)
-      auto fetch = [&](std::int64_t k0, int nb) {
-        const int bytes = static_cast<int>(p.kp - k0 < SLAB ? p.kp - k0 : SLAB) / B * S;
-#pragma unroll
-        for (int rr = 0; rr < R; ++rr) {
-          const std::int64_t row = row0 + rr < p.m ? row0 + rr : p.m - 1;
-          const std::uintptr_t src = reinterpret_cast<std::uintptr_t>(w + row * p.w_nb1) + k0 / B * S;
-          const int off = static_cast<int>(src & 15);
-          const char* base = reinterpret_cast<const char*>(src - off);
-          unsigned char* dst = wbuf + ((nb * mql_warps + warp) * R + rr) * buf;
-          const int n16 = (off + bytes + 15) / 16;
-          for (int i = lane; i < n16; i += 32) mv::copy16_async(dst + 16 * i, base + 16 * i);
-        }
-        mv::copy_async_commit();
-      };
-      const std::int64_t myrow = row0 + r < p.m ? row0 + r : p.m - 1;
-      const int myoff =
-          static_cast<int>((reinterpret_cast<std::uintptr_t>(w + myrow * p.w_nb1)) & 15);
-      fetch(0, 0);
-      if (SLAB < p.kp) fetch(SLAB, 1);
-      int it = 0;
-      for (std::int64_t k0 = 0; k0 < p.kp; k0 += SLAB, ++it) {
-        const int cur = it & 1;
-        if (k0 + SLAB < p.kp) mv::copy_async_wait<1>();
-        else mv::copy_async_wait<0>();
-        __syncwarp();
-        // the slab's first block's offset from the row's start is a multiple of S: the
-        // buffer's misalignment is (row start + that) & 15
-        const int off = static_cast<int>((myoff + (k0 / B * S)) & 15);
-        const unsigned char* wr = wbuf + ((cur * mql_warps + warp) * R + r) * buf + off;
-        const std::int64_t blk0 = k0 / B + j * G;  // this lane's first block in the row
-#pragma unroll
-        for (int gb = 0; gb < G; ++gb) {
-          const std::int64_t blk = blk0 + gb;
-          if (blk >= nblk) break;
-          const unsigned char* bp = wr + (j * G + gb) * S;
-          int ps[NP];
-#pragma unroll
-          for (int i = 0; i < NP; ++i) ps[i] = 0;
-          typename Q::wc u;
-#pragma unroll
-          for (int c = 0; c < CH; ++c) {
-            const std::int64_t kc = blk * CH + c;
-            Q::unpack(bp, c, u);
-            const int4* xp = reinterpret_cast<const int4*>(ac.c + 32 * kc);
-            const int4 xa = __ldg(xp), xb = __ldg(xp + 1);
-            const int x[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-            int pr[NP];
-            Q::part(u, x, ac, kc, pr);
-#pragma unroll
-            for (int i = 0; i < NP; ++i) ps[i] += pr[i];
-          }
-          if (blk != dropped) acc += Q::term(u, ac, blk * CH, ps);
-        }
-        __syncwarp();  // every lane is done with buffer cur
-        if (k0 + 2 * SLAB < p.kp) fetch(k0 + 2 * SLAB, cur);
-      }
-    }
-#pragma unroll
-    for (int o = IPR / 2; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    const std::int64_t row = row0 + r;
-    if (j == 0 && row < p.m) y[row] = ok ? acc : __int_as_float(0x7fc00000);
-  }
-}
-
 // ---- host side -------------------------------------------------------------------------------
 
 // Raises a kernel's dynamic shared-memory limit once per device.
@@ -487,6 +364,10 @@ void launch_encode(const mm_args& p, char* out, const act_layout& l, bool cpu, s
 // staged -> direct): q8_0 30 -> 31 / 48 -> 56 (M 4096 / 14336), q4_0 18 -> 19 / 32 -> 38,
 // q4_K 15 -> 14 / 23 -> 23, q2_K 10 -> 10 / 17 -> 18, iq4_xs 14 -> 15 / 24 -> 25: the
 // staging was not what held the K-quants back (their unpack and the lanes' shuffles are).
+// A one-lane-per-256-weights variant (each lane a whole K-quant block: no shuffles, every
+// lane its own float term; 4 or 2 rows a warp, warp-private cp.async staging) was measured
+// in the same way and was slower everywhere: q4_0 37 -> 21-23%, q4_K 23 -> 20%, q2_K 18 ->
+// 14%, iq2_xxs 13 -> 9-10% at M 14336 (q6_K equal), so it was taken out again.
 bool matvec_q8_direct() {
   static const bool on = [] {
     const char* e = std::getenv("GK_CUDA_MQ_DIRECT");
@@ -495,34 +376,9 @@ bool matvec_q8_direct() {
   return on;
 }
 
-// GK_CUDA_MQ_KERNEL=lane (4 rows a warp) or lane2 (2 rows a warp): one-column groups take
-// matvec_q8_lane (a lane per 256 weights); 0 otherwise (unset or anything else keeps
-// matvec_q8<W, 1, true>, or the staged one with GK_CUDA_MQ_DIRECT=0).
-int matvec_q8_lane_rows() {
-  static const int rows = [] {
-    const char* e = std::getenv("GK_CUDA_MQ_KERNEL");
-    if (e && std::strcmp(e, "lane") == 0) return 4;
-    if (e && std::strcmp(e, "lane2") == 0) return 2;
-    return 0;
-  }();
-  return rows;
-}
-
-template <class W, int R>
-void launch_lane(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
-  constexpr std::size_t smem = mql_smem<W, R>();
-  static_assert(smem <= 99 * 1024, "matvec_q8_lane: more shared memory than sm_86/89/120 give a block");
-  allow_smem<matvec_q8_lane<W, R>>(smem, x.props.device);
-  const dim3 grid(blocks_for(p.m, mql_warps * R), mv::grid_y(groups));
-  matvec_q8_lane<W, R><<<grid, mql_threads, smem, x.stream>>>(p, a, g_plant);
-  GK_CUDA_LAUNCHED();
-}
-
 template <class W, int NC>
 void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
   if constexpr (NC == 1) {
-    if (const int lr = matvec_q8_lane_rows()) return lr == 4 ? launch_lane<W, 4>(p, a, groups, x)
-                                                          : launch_lane<W, 2>(p, a, groups, x);
     if (matvec_q8_direct()) {
       const dim3 grid(blocks_for(p.m, mq_rows), mv::grid_y(groups));
       matvec_q8<W, 1, true><<<grid, mq_threads, 0, x.stream>>>(p, a, g_plant);
