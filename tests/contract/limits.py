@@ -225,8 +225,15 @@ def rel_key(r):
     return tuple(int(x) for x in r.split('.'))
 
 
+# nvcc names an anonymous namespace after a hash of where it compiled the file
+# (_GLOBAL__N__<8 hex>_<file>_...), so one source gives other names in another checkout:
+# records key kernels by the name with that hash masked.
+def stable_name(n):
+    return re.sub(r'_GLOBAL__N__[0-9a-f]{8}_', '_GLOBAL__N__xxxxxxxx_', n)
+
+
 def record_line(arch, k):
-    return f"{arch} {k['name']} regs={k['regs']} smem={k['smem']} maxntid={k['maxntid'] or 0} reqntid={k['reqntid'] or 0}"
+    return f"{arch} {stable_name(k['name'])} regs={k['regs']} smem={k['smem']} maxntid={k['maxntid'] or 0} reqntid={k['reqntid'] or 0}"
 
 
 def load_record_sets(rdir):
@@ -240,7 +247,7 @@ def load_record_sets(rdir):
                     line = line.strip()
                     if line and not line.startswith('#'):
                         a, n, rest = line.split(' ', 2)
-                        lines[(a, n)] = line
+                        lines[(a, stable_name(n))] = f'{a} {stable_name(n)} {rest}'
                 sets[m.group(1)] = lines
     return sets
 
@@ -388,7 +395,7 @@ def cmd_check(a):
     current = {}
     for s in at_or_below:
         current.update(sets[s])
-    compiled = {(chip, n): record_line(chip, images[chip][n]) for chip in images for n in images[chip]}
+    compiled = {(chip, stable_name(n)): record_line(chip, images[chip][n]) for chip in images for n in images[chip]}
     if a.write_records:
         below = {}
         for s in at_or_below:
