@@ -178,6 +178,8 @@ struct ref_side {
 
 int main() {
   if (const char* b = std::getenv("GK_BENCH_BUDGET")) budget = std::atof(b);
+  std::int64_t only_n = 0;  // GK_BENCH_N=1 or 512: only decode or only prompt
+  if (const char* n = std::getenv("GK_BENCH_N")) only_n = std::atoll(n);
   std::vector<type> formats = {type::f16,  type::bf16,  type::q8_0,   type::q4_0,    type::q4_K,
                                type::q5_K, type::q6_K,  type::q2_K,   type::q3_K,    type::iq4_xs,
                                type::iq2_xxs, type::iq3_s, type::mxfp4, type::nvfp4};
@@ -209,6 +211,7 @@ int main() {
     for (std::int64_t M : {std::int64_t{4096}, std::int64_t{14336}}) {
       const std::vector<unsigned char> wb = weight_bytes(t, M);
       for (std::int64_t N : {std::int64_t{1}, std::int64_t{512}}) {
+        if (only_n > 0 && N != only_n) continue;
         const int R = mats_for(t, M, N);
         std::vector<float> x(static_cast<std::size_t>(K * N));
         std::mt19937 rng(7);

@@ -43,6 +43,7 @@
 #include "formats.cuh"
 #include "gemm.cuh"
 #include "matvec.cuh"
+#include "matvec_q8.cuh"
 #include "ops.hpp"
 
 namespace gk::cuda {
@@ -52,14 +53,16 @@ namespace {
 namespace F = gk::formats;
 
 // 0 auto, 1 reference, 2 matvec for every N (the dp4a matvec_q8 where it serves the
-// format, else the float one), 3 the float mat-vec for every N, never matvec_q8
-// (GK_CUDA_MATMUL=reference | matvec | matvec_f)
+// format, else the float one), 3 the float mat-vec for every N, never matvec_q8, 4 as auto
+// but prompts of integer formats on the f16 tensor-core paths (cuBLAS, matmul_mma) instead
+// of mmq.cu (GK_CUDA_MATMUL=reference | matvec | matvec_f | f16)
 int path_override() {
   static const int p = [] {
     const char* e = std::getenv("GK_CUDA_MATMUL");
     if (e && std::strcmp(e, "reference") == 0) return 1;
     if (e && std::strcmp(e, "matvec") == 0) return 2;
     if (e && std::strcmp(e, "matvec_f") == 0) return 3;
+    if (e && std::strcmp(e, "f16") == 0) return 4;
     return 0;
   }();
   return p;
@@ -873,19 +876,20 @@ void run_matmul(const tensor* node, exec& x) {
     s.ne12 = p.ne12;
   }
   if (p.ncols == 0 || p.m == 0) return;
-  // prompts: cuBLAS on tensor cores (gemm.cuh), when it can serve the node
-  if constexpr (W::id != type::q8_K) {
-    const int path0 = g_path >= 0 ? g_path : path_override();
-    if (!ids && path0 == 0 && p.n > gemm_min_n && gemm::prompt<W>(node, x)) return;
-  }
   const int path = g_path >= 0 ? g_path : path_override();
   const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
+  // prompts of the integer formats: int8 tensor cores on the CPU's 8-bit activations (mmq.cu)
+  const bool mmq = path == 0 && !ids && per_slab > mma_min_n && x.props.cc >= 80 && matvec_q8_serves(W::id);
+  // other prompts: cuBLAS on tensor cores (gemm.cuh), when it can serve the node
+  if constexpr (W::id != type::q8_K) {
+    if (!mmq && !ids && (path == 0 || path == 4) && p.n > gemm_min_n && gemm::prompt<W>(node, x)) return;
+  }
   // matvec reads contiguous, 16-byte aligned f32 activations in place (decode's usual case)
-  const bool matvec_path = path == 2 || path == 3 || (path == 0 && (per_slab <= mma_min_n || x.props.cc < 80 ||
+  const bool matvec_path = path == 2 || path == 3 || ((path == 0 || path == 4) && (per_slab <= mma_min_n || x.props.cc < 80 ||
                                                                      W::id == type::f32 || W::id == type::bf16));
   // integer formats with a dp4a block dot: activations encoded to W::dot_type as the CPU does
-  const bool q8 = matvec_path && path != 3 && matvec_q8_serves(W::id);
-  const bool direct = matvec_path && !ids && b->type == type::f32 && s.nb0 == 4 && p.k == p.kp &&
+  const bool q8 = (matvec_path && path != 3 && matvec_q8_serves(W::id)) || mmq;
+  const bool direct = (matvec_path || mmq) && !ids && b->type == type::f32 && s.nb0 == 4 && p.k == p.kp &&
                       ((reinterpret_cast<std::uintptr_t>(s.b) | static_cast<std::uintptr_t>(s.nb1 | s.nb2 | s.nb3)) & 15) == 0;
   if (direct) {
     p.x = reinterpret_cast<const float*>(s.b);
@@ -911,6 +915,11 @@ void run_matmul(const tensor* node, exec& x) {
     matmul_reference<W><<<grid, ref_threads, 0, x.stream>>>(p);
     GK_CUDA_LAUNCHED();
     return;
+  }
+  if (mmq) {
+    q8::act_cols cols{};
+    matvec_q8_encode(W::id, p, scratch + staged_bytes, cols, x);
+    return mmq_run(W::id, p, cols, x);
   }
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
     if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2 && path != 3) {

@@ -79,6 +79,10 @@ inline unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 
 
 }  // namespace gk::cuda::mv
 
+namespace gk::cuda::q8 {
+struct act_cols;  // matvec_q8.cuh
+}
+
 namespace gk::cuda {
 
 // ---- the dp4a mat-vec (matvec_q8.cu) ----
@@ -90,5 +94,12 @@ std::size_t matvec_q8_scratch(type w, const mv::mm_args& p);
 // Encodes every column of p (x_column) to W::dot_type in act (16-byte aligned, at least
 // matvec_q8_scratch bytes), then runs the mat-vec, NC = 1, 2, 4 or 8 columns at a time.
 void matvec_q8_run(type w, const mv::mm_args& p, void* act, exec& x);
+// Only the encoding of matvec_q8_run: p's columns into act, their layout into cols.
+void matvec_q8_encode(type w, const mv::mm_args& p, void* act, q8::act_cols& cols, exec& x);
+
+// ---- the int8 tensor-core prompt path (mmq.cu) ----
+// Mul_mat (no ids) of a format matvec_q8 serves, on columns encoded by matvec_q8_encode;
+// compute capability 8.0 or newer.
+void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& cols, exec& x);
 
 }  // namespace gk::cuda

@@ -99,7 +99,11 @@ __global__ __launch_bounds__(enc_threads) void encode_act(enc_args e) {
           b[0] = static_cast<char>(dbits & 0xff);
           b[1] = static_cast<char>(dbits >> 8);
           if constexpr (A::id == type::q8_1) {
-            const std::uint16_t sbits = dm::f16_bits(__fmul_rn(d, static_cast<float>(sum)));
+            // d * sum is NaN only as inf * 0 (an inf in the block: d = inf, codes 0); the
+            // CPU's product is then the default NaN, x86's 0xffc00000, f16 0xfe00 (an
+            // aarch64 CPU writes 0x7e00); the device's would be 0x7fff
+            const float ds = __fmul_rn(d, static_cast<float>(sum));
+            const std::uint16_t sbits = ds != ds ? std::uint16_t{0xfe00} : dm::f16_bits(ds);
             b[2] = static_cast<char>(sbits & 0xff);
             b[3] = static_cast<char>(sbits >> 8);
           }
@@ -143,7 +147,7 @@ __global__ __launch_bounds__(enc_threads) void encode_act(enc_args e) {
         const float iscale = __fdiv_rn(-127.0f, xm);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          qv[j] = q8::nearest_clamped127(__fmul_rn(iscale, v[j]));
+          qv[j] = q8::q8k_code(iscale, v[j]);
           if (e.plant == 1) qv[j] = max(-127, min(127, __float2int_rz(__fmul_rn(iscale, v[j]))));
         }
         d = __fdiv_rn(1.0f, iscale);
@@ -424,6 +428,20 @@ std::size_t matvec_q8_scratch(type w, const mm_args& p) {
   return bytes;
 }
 
+void matvec_q8_encode(type w, const mm_args& p, void* act, q8::act_cols& cols, exec& x) {
+  const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) {
+      using A = typename W::dot_type;
+      const act_layout l = layout_of<A>(p.kp);
+      launch_encode<A>(p, static_cast<char*>(act), l, false, l.col_stride, x.stream);
+      cols = q8::act_cols{static_cast<const char*>(act), l.col_stride, l.d_off, l.bs_off};
+    } else {
+      throw error("gk: CUDA: matvec_q8 has no block dot for " + std::string(gk::name(w)));
+    }
+  });
+  if (!done) throw error("gk: CUDA: matvec_q8: unknown weight type");
+}
+
 void matvec_q8_run(type w, const mm_args& p, void* act, exec& x) {
   const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
     if constexpr (q8::has_q8dot<W>) run<W>(p, act, x);
@@ -436,7 +454,11 @@ void matvec_q8_run(type w, const mm_args& p, void* act, exec& x) {
 
 // The planted controls: 0 none, 1 the encoder truncates, 2 the mat-vec drops each row's last
 // block. Not thread-safe; set between graph computes.
-void matvec_q8_plant(int control) { g_plant = control; }
+void mmq_plant(int control);  // mmq.cu
+void matvec_q8_plant(int control) {
+  g_plant = control;
+  mmq_plant(control);
+}
 
 // rows x k floats (host) encoded on device 0 by encode_act into act's (q8_0, q8_1, q8_K)
 // CPU blocks (host, rows * row_size(act, k) bytes).

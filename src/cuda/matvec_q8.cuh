@@ -167,9 +167,11 @@ GK_Q8_UNROLL
     }
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // sum * d(w) * d(a)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(i2f_rn(p[0]), u.d), a.d(kc));
   }
 };
@@ -189,12 +191,14 @@ GK_Q8_UNROLL
     u.d = ld_f16(b);
     u.m = ld_f16(b + 2);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     p[0] = dot8(u.q, x, 0, 8);
     p[1] = sum8(x, 0, 8);
   }
   // d(w) * da * sum + m * (da * sa)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float da = a.d(kc);
     return add(mul(mul(u.d, da), i2f_rn(p[0])), mul(u.m, mul(da, i2f_rn(p[1]))));
   }
@@ -215,9 +219,11 @@ GK_Q8_UNROLL
     }
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // d(w) * d(a) * sum
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc)), i2f_rn(p[0]));
   }
 };
@@ -238,11 +244,13 @@ GK_Q8_UNROLL
     u.d = ld_f16(b);
     u.m = ld_f16(b + 2);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     p[0] = dot8(u.q, x, 0, 8);
     p[1] = sum8(x, 0, 8);
   }
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float da = a.d(kc);
     return add(mul(mul(u.d, da), i2f_rn(p[0])), mul(u.m, mul(da, i2f_rn(p[1]))));
   }
@@ -257,9 +265,11 @@ struct q8dot_q8 {
     ld_words<8>(b + Off, u.q);
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // sum * (d(w) * d(a))
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(i2f_rn(p[0]), mul(u.d, a.d(kc)));
   }
 };
@@ -282,9 +292,11 @@ GK_Q8_UNROLL
     }
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // sum * (d(w) * d(a))
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(i2f_rn(p[0]), mul(u.d, a.d(kc)));
   }
 };
@@ -303,9 +315,11 @@ GK_Q8_UNROLL
     }
     u.h = fmt::e8m0_half(static_cast<std::uint8_t>(ld_u32(b) & 0xffu));
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // d(a) * e8m0_half(e) * sum
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(a.d(kc), u.h), i2f_rn(p[0]));
   }
 };
@@ -317,7 +331,7 @@ GK_Q8_UNROLL
 template <>
 struct q8dot<F::nvfp4> {
   static constexpr int ch = 2, np = 4;
-  struct wc { unsigned q[8]; unsigned scales; int c; };
+  struct wc { unsigned q[8]; float hs[4]; int c; };
   GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
     unsigned w[4];
     ld_words<4>(b + 4 + 16 * c, w);
@@ -330,10 +344,13 @@ GK_Q8_UNROLL
       u.q[4 * s + 2] = lookup<true>((w[2 * s] >> 4) & 0x0f0f0f0fu);
       u.q[4 * s + 3] = lookup<true>((w[2 * s + 1] >> 4) & 0x0f0f0f0fu);
     }
-    u.scales = ld_u32(b);
+    const unsigned scales = ld_u32(b);
+GK_Q8_UNROLL
+    for (int k = 0; k < 4; ++k) u.hs[k] = mul(fmt::ue4m3(static_cast<std::uint8_t>(scales >> (8 * k))), 0.5f);
     u.c = c;
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     const int s0 = dot8(u.q, x, 0, 4), s1 = dot8(u.q, x, 4, 4);
     p[0] = u.c == 0 ? s0 : 0;
     p[1] = u.c == 0 ? s1 : 0;
@@ -341,12 +358,12 @@ GK_Q8_UNROLL
     p[3] = u.c == 0 ? 0 : s1;
   }
   // sum over k of d(a[k / 2]) * half_scale(d[k]) * s_k, from 0, in order
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     float sum = 0.0f;
 GK_Q8_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const float hs = mul(fmt::ue4m3(static_cast<std::uint8_t>(u.scales >> (8 * k))), 0.5f);
-      sum = add(sum, mul(mul(a.d(kc + k / 2), hs), i2f_rn(p[k])));
+      sum = add(sum, mul(mul(a.d(kc + k / 2), u.hs[k]), i2f_rn(p[k])));
     }
     return sum;
   }
@@ -370,7 +387,8 @@ GK_Q8_UNROLL
     u.d = ld_f16(b + 80);
     u.dmin = ld_f16(b + 82);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col& a, std::int64_t kc, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
     const int s0 = dot8(u.q, x, 0, 4), s1 = dot8(u.q, x, 4, 4);
     const int sc0 = static_cast<int>(u.sc & 0xffu), sc1 = static_cast<int>(u.sc >> 8);
     const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
@@ -378,7 +396,8 @@ GK_Q8_UNROLL
     p[1] = bs[0] * (sc0 >> 4) + bs[1] * (sc1 >> 4);
   }
   // (d(a) * d) * isum - (d(a) * dmin) * summs
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float ad = a.d(kc / 8);
     return sub(mul(mul(ad, u.d), i2f_rn(p[0])), mul(mul(ad, u.dmin), i2f_rn(p[1])));
   }
@@ -407,11 +426,13 @@ GK_Q8_UNROLL
     u.s1 = scale(b, 2 * c + 1);
     u.d = ld_f16(b + 108);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     p[0] = u.s0 * dot8(u.q, x, 0, 4) + u.s1 * dot8(u.q, x, 4, 4);
   }
   // (d * d(a)) * isum
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0]));
   }
 };
@@ -447,13 +468,15 @@ GK_Q8_UNROLL
     u.d = ld_f16(b);
     u.dmin = ld_f16(b + 2);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col& a, std::int64_t kc, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
     const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
     p[0] = u.sc * dot8(u.q, x, 0, 8);
     p[1] = u.m * (bs[0] + bs[1]);
   }
   // d * d(a) * sum_q - dmin * d(a) * sum_m
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float ad = a.d(kc / 8);
     return sub(mul(mul(u.d, ad), i2f_rn(p[0])), mul(mul(u.dmin, ad), i2f_rn(p[1])));
   }
@@ -482,11 +505,13 @@ GK_Q8_UNROLL
     u.s1 = static_cast<int>(static_cast<std::int8_t>((sc >> 8) & 0xffu));
     u.d = ld_f16(b + 208);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     p[0] = u.s0 * dot8(u.q, x, 0, 4) + u.s1 * dot8(u.q, x, 4, 4);
   }
   // d * d(a) * sum
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0]));
   }
 };
@@ -509,9 +534,11 @@ GK_Q8_UNROLL
     u.ls = static_cast<int>(((sl >> (4 * (c % 2))) & 0xf) | (((hdr >> (16 + 2 * c)) & 3) << 4)) - 32;
     u.d = fmt::h2f(static_cast<std::uint16_t>(hdr & 0xffffu));
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = u.ls * dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = u.ls * dot8(u.q, x, 0, 8); }
   // d * d(a) * total
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0]));
   }
 };
@@ -541,16 +568,19 @@ GK_Q8_UNROLL
     u.ls = static_cast<int>(2 * (w[1] >> 28) + 1);
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
   // (d * d(a)) * bsum * 0.125
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0])), 0.125f);
   }
 };
 
 // iq2_xs / iq2_s: chunk c is 16-weight sub-groups 2c, 2c + 1 (two groups of 8 each) with
 // 4-bit scales s in the byte at Scales + c; part: the sub-groups' sums times 2s + 1.
-GK_Q8_FN int iq2_part16(const unsigned* q, const int* x, unsigned sc) {
+template <class X>
+GK_Q8_FN int iq2_part16(const unsigned* q, const X& x, unsigned sc) {
   return dot8(q, x, 0, 4) * static_cast<int>(2 * (sc & 0xfu) + 1) +
          dot8(q, x, 4, 4) * static_cast<int>(2 * ((sc >> 4) & 0xfu) + 1);
 }
@@ -573,9 +603,11 @@ GK_Q8_UNROLL
     u.sc = ld_u32(b + 66 + c) & 0xffu;
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
   // (d * d(a)) * bsum * 0.125
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0])), 0.125f);
   }
 };
@@ -597,9 +629,11 @@ GK_Q8_UNROLL
     u.sc = ld_u32(b + 74 + c) & 0xffu;
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
   // (d * d(a)) * bsum * 0.125
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0])), 0.125f);
   }
 };
@@ -627,9 +661,11 @@ GK_Q8_UNROLL
     u.ls = static_cast<int>(2 * (aux >> 28) + 1);
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
   // d * d(a) * sum * 0.25
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0])), 0.25f);
   }
 };
@@ -653,9 +689,11 @@ GK_Q8_UNROLL
     u.ls = static_cast<int>(1 + 2 * ((ld_u32(b + 106 + c / 2) >> (4 * (c & 1))) & 0xfu));
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
   // d * d(a) * sum
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), i2f_rn(p[0]));
   }
 };
@@ -681,13 +719,15 @@ GK_Q8_UNROLL
     u.neg = (qh & 0x8000u) ? 1 : 0;
     u.d = ld_f16(b);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col& a, std::int64_t kc, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
     const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
     const int sa = bs[0] + bs[1];
     p[0] = 8 * u.ls * dot8(u.q, x, 0, 8) + u.ls * (u.neg ? -sa : sa);
   }
   // d * d(a) * (float(total) * delta)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), mul(i2f_rn(p[0]), gk::codebooks::iq1s_delta));
   }
 };
@@ -720,17 +760,22 @@ GK_Q8_UNROLL
                            ((sw[1] >> 16) & 0xf000u);
     u.d = fmt::h2f(static_cast<std::uint16_t>(dbits));
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
-    int t = 0;
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
+    // per half h (sub-block 2c + h, scale ls_h): ls_h (8 sum + the signed sums of its two
+    // groups' activations); the integers of the per-group form, grouped by half, so the
+    // tensor-core path (16-weight sums) can use it too
+    int sg[4];
 GK_Q8_UNROLL
     for (int g = 0; g < 4; ++g) {
       const int sa = sum8(x, 2 * g, 2);
-      t += (g < 2 ? u.ls0 : u.ls1) * (8 * dot8(u.q, x, 2 * g, 2) + ((u.neg >> g) & 1u ? -sa : sa));
+      sg[g] = (u.neg >> g) & 1u ? -sa : sa;
     }
-    p[0] = t;
+    p[0] = u.ls0 * (8 * dot8(u.q, x, 0, 4) + sg[0] + sg[1]) + u.ls1 * (8 * dot8(u.q, x, 4, 4) + sg[2] + sg[3]);
   }
   // d * d(a) * (float(total) * delta)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(mul(u.d, a.d(kc / 8)), mul(i2f_rn(p[0]), gk::codebooks::iq1m_delta));
   }
 };
@@ -757,9 +802,11 @@ GK_Q8_UNROLL
     }
     u.d = ld_f16(b + 52);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // sum * (d * d(a))
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(i2f_rn(p[0]), mul(u.d, a.d(kc / 8)));
   }
 };
@@ -777,9 +824,11 @@ GK_Q8_UNROLL
     for (int i = 0; i < 8; ++i) u.q[i] = __vsub4((w[i] >> sh) & 0x03030303u, 0x01010101u);
     u.d = ld_f16(b + 64);
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // sum * (d(a) * d)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     return mul(i2f_rn(p[0]), mul(a.d(kc / 8), u.d));
   }
 };
@@ -798,13 +847,15 @@ GK_Q8_UNROLL
     u.d = ld_f16(b);
     u.c = c;
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     const int s = dot8(u.q, x, 0, 8);
 GK_Q8_UNROLL
     for (int k = 0; k < 4; ++k) p[k] = u.c == k ? s : 0;
   }
   // d * (sum over k of d(a_k) * s_k, from 0, in order)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     float sum = 0.0f;
 GK_Q8_UNROLL
     for (int k = 0; k < 4; ++k) sum = add(sum, mul(a.d(kc + k), i2f_rn(p[k])));
@@ -828,13 +879,15 @@ GK_Q8_UNROLL
     u.d = ld_f16(b);
     u.c = c;
   }
-  GK_Q8_MEMBER static void part(const wc& u, const int* x, const act_col&, std::int64_t, int* p) {
+  template <class X, class A>
+  GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     const int s = dot8(u.q, x, 0, 8);
     p[0] = u.c == 0 ? s : 0;
     p[1] = u.c == 0 ? 0 : s;
   }
   // d * ((0 + d(a_0) s_0) + d(a_1) s_1)
-  GK_Q8_MEMBER static float term(const wc& u, const act_col& a, std::int64_t kc, const int* p) {
+  template <class A>
+  GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     float sum = 0.0f;
 GK_Q8_UNROLL
     for (int k = 0; k < 2; ++k) sum = add(sum, mul(a.d(kc + k), i2f_rn(p[k])));
@@ -873,6 +926,18 @@ __device__ __forceinline__ int nearest_clamped127(float v) {
   v = v > 127.0f ? 127.0f : v;
   const int q = static_cast<int>(__float_as_uint(__fadd_rn(v, 12582912.0f)) & 0x7fffffu) - 0x400000;
   return q < -127 ? -127 : (q > 127 ? 127 : q);
+}
+// The q8_K code of v, nearest_clamped(iscale * v, -127, 127) as the CPU computes it, NaN
+// included. The CPU's product keeps v's NaN, quieted (x86 and Linux aarch64 propagate the
+// payload), or for 0 * inf is the default NaN (x86 0xffc00000, aarch64 0x7fc00000), and
+// nearest_clamped reads the low mantissa bits: v's payload & 0x3fffff capped at 127, or 0.
+// The device's NaN is canonical (0x7fffffff) and would read 127: an inf activation made a
+// block's codes 0 and one 127 instead of all 0, so outputs came out +-inf where the CPU's
+// are NaN (kernel contract, gate 1).
+__device__ __forceinline__ int q8k_code(float iscale, float v) {
+  const float pr = __fmul_rn(iscale, v);
+  if (pr != pr) return v != v ? min(127, static_cast<int>(__float_as_uint(v) & 0x3fffffu)) : 0;
+  return nearest_clamped127(pr);
 }
 
 #endif  // !GK_Q8_HOST

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -41,7 +42,7 @@
 #include "harness.hpp"
 
 namespace gk::cuda {
-void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for every N, 3 float matvec
+void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for every N, 3 float matvec, 4 f16 prompts
 bool matvec_q8_serves(gk::type w);  // matvec_q8.cu: w has a dp4a block dot
 void matvec_q8_plant(int control);  // matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped
 // matvec_q8.cu: rows x k floats encoded on the device to act's CPU blocks
@@ -132,11 +133,19 @@ errors measure(const pair& fast, const pair& ref, const truth& t) {
 // 9..64 columns and weights other than f32/bf16: the mma.sync kernel, f16 operands.
 // 0: f32 sums of f32 operands; 1: f16 operands; 2: bf16 activations.
 // 3: matvec_q8 (N <= 8, or any N with the matvec forced, for the formats it serves).
+// Since mmq.cu, mul_mat of the formats matvec_q8 serves at more than 8 columns takes the
+// int8 tensor cores on the same q8 activations (compute capability >= 8.0, as the H200):
+// the same bars as matvec_q8 (path 3), and GK_CUDA_MATMUL=f16 (matmul_set_path(4)) keeps
+// the f16 tensor-core paths above reachable for them (f16_path).
 constexpr int q8_path = 3;
-int uses_mma(type wt, std::int64_t n_per_slab, bool id = false) {
+int f16_path(type wt, std::int64_t n_per_slab, bool id = false) {
   if (!id && n_per_slab > 64) return wt == type::f32 ? 0 : wt == type::bf16 ? 2 : 1;
   if (n_per_slab > 8 && wt != type::f32 && wt != type::bf16) return 1;
   return gk::cuda::matvec_q8_serves(wt) ? q8_path : 0;
+}
+int uses_mma(type wt, std::int64_t n_per_slab, bool id = false) {
+  if (!id && n_per_slab > 8 && gk::cuda::matvec_q8_serves(wt)) return q8_path;
+  return f16_path(wt, n_per_slab, id);
 }
 // the path of a run with the matvec forced (matmul_set_path(2))
 int forced_matvec(type wt) { return gk::cuda::matvec_q8_serves(wt) ? q8_path : 0; }
@@ -144,7 +153,7 @@ int forced_matvec(type wt) { return gk::cuda::matvec_q8_serves(wt) ? q8_path : 0
 void check(const errors& e, const std::string& what, int mma = 0) {
   INFO(what << (mma == 1   ? " (tensor cores, f16)"
                 : mma == 2 ? " (tensor cores, bf16)"
-                : mma == 3 ? " (matvec_q8, dp4a)"
+                : mma == 3 ? " (q8 activations: matvec_q8 or mmq)"
                            : " (matvec)")
             << ": error / sum|wx|: cpu " << e.cpu << ", fast " << e.fast << ", reference " << e.ref
             << ", fast vs reference " << e.fast_vs_ref << ", fast vs cpu " << e.fast_vs_cpu);
@@ -270,7 +279,10 @@ TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the tr
                   std::string(gk::name(W::id)).c_str(), static_cast<long long>(s.k), static_cast<long long>(n), e.cpu,
                   e.fast, e.ref, e.fast_vs_ref);
       check(e, std::string(gk::name(W::id)) + " n " + std::to_string(n), uses_mma(W::id, n));
-      if (uses_mma(W::id, n) == 1 || uses_mma(W::id, n) == 2)  // the matvec at this N too (GK_CUDA_MATMUL=matvec)
+      if (f16_path(W::id, n) != uses_mma(W::id, n))  // the f16 tensor-core paths too (GK_CUDA_MATMUL=f16)
+        check(run_mul_mat(W::id, s, 4), std::string(gk::name(W::id)) + " f16 tensor cores, n " + std::to_string(n),
+              f16_path(W::id, n));
+      if (f16_path(W::id, n) == 1 || f16_path(W::id, n) == 2)  // the matvec at this N too (GK_CUDA_MATMUL=matvec)
         check(run_mul_mat(W::id, s, 2), std::string(gk::name(W::id)) + " matvec forced, n " + std::to_string(n),
               forced_matvec(W::id));
       if (gk::cuda::matvec_q8_serves(W::id) && n <= 8)  // the float mat-vec it replaced (GK_CUDA_MATMUL=matvec_f)
@@ -365,7 +377,7 @@ namespace {
 
 // Rows that stress the activation encoders: random at several scales, zeros, one huge
 // value (f16 d overflows for q8_0/q8_1), a signed pair of equal largest magnitudes (q8_K
-// takes the first), exact ties of x / d (rounded to even), subnormals.
+// takes the first), exact ties of x / d (rounded to even), subnormals, a NaN beside an inf.
 std::vector<float> encoder_rows(std::int64_t k, std::int64_t rows) {
   std::vector<float> x(static_cast<std::size_t>(k * rows));
   std::mt19937 rng(29);
@@ -386,7 +398,10 @@ std::vector<float> encoder_rows(std::int64_t k, std::int64_t rows) {
         break;
       case 5: for (std::int64_t i = 0; i < k; i += 3) row[i] = 1e-40f * static_cast<float>(i % 5); break;
       case 6: std::fill(row + 32, row + 64, 0.0f); std::fill(row + 256, row + 512, 0.0f); break;
-      default: break;
+      default:  // a NaN and an inf: q8_K's 0 * inf and NaN codes read the CPU's NaN bits
+        row[10] = std::numeric_limits<float>::quiet_NaN();
+        row[600] = r % 16 == 7 ? INFINITY : -INFINITY;
+        break;
     }
   }
   return x;
@@ -428,7 +443,68 @@ void q8_matvec_formats(std::int64_t k, std::int64_t n) {
   }
 }
 
+// mmq.cu's claim: with more than 8 columns, every output is gk::dot_row<W> of the weight
+// row and the column encoded by encode_row<W::dot_type>, bit for bit (the same integers,
+// the same float operations per block, the same running sum in block order). b2 slabs of n
+// columns; column 0 is scaled by 1e4 and column 1 is zero (encoder edge cases inside a
+// tile). Returns the number of outputs that differ.
+template <class W>
+int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t b2) {
+  using A = typename W::dot_type;
+  std::vector<float> expect;
+  const pair pr = gk_cuda_test::run_pair([&](gk::context& ctx) {
+    gk::tensor* a = ctx.new_tensor_2d(W::id, k, m);
+    a->set_name("#w");
+    gk::tensor* b = ctx.new_tensor_3d(type::f32, k, n, b2);
+    b->set_name("#x");
+    gk::tensor* y = gk::mul_mat(ctx, a, b);
+    if (a->data) {
+      const auto& wb = weight_bytes(W::id, k, m);
+      std::memcpy(a->data, wb.data(), wb.size());
+      std::mt19937 rng(static_cast<unsigned>(k + 3 * n));
+      fill_act(b, rng);
+      float* x = static_cast<float*>(b->data);
+      for (std::int64_t i = 0; i < k; ++i) {
+        x[i] *= 1e4f;
+        x[k + i] = 0.0f;
+      }
+      expect.clear();
+      std::vector<typename A::block> enc(static_cast<std::size_t>(k / A::block_size));
+      for (std::int64_t col = 0; col < n * b2; ++col) {
+        gk::encode_row<A>(x + col * k, enc.data(), k, nullptr);
+        for (std::int64_t r = 0; r < m; ++r)
+          expect.push_back(gk::dot_row<W>(
+              reinterpret_cast<const typename W::block*>(wb.data() + r * gk::row_size(W::id, k)), enc.data(), k));
+      }
+    }
+    return y;
+  });
+  REQUIRE(pr.dev_bytes.size() == expect.size() * sizeof(float));
+  int bad = 0;
+  for (std::size_t i = 0; i < expect.size(); ++i) {
+    float got;
+    std::memcpy(&got, pr.dev_bytes.data() + i * sizeof(float), sizeof got);
+    if (std::memcmp(&got, &expect[i], sizeof got) == 0) continue;
+    if (bad++ < 3)
+      UNSCOPED_INFO(gk::name(W::id) << " k " << k << " n " << n << ": output " << i << " (row " << i % m << ", column "
+                                    << i / m << "): dot_row " << expect[i] << ", device " << got);
+  }
+  return bad;
+}
+
 }  // namespace
+
+TEST_CASE("cuda mmq: int8 tensor-core prompts equal the CPU's dot_row bit for bit, every integer format",
+          "[cuda][matmul][mmq]") {
+  each_weight_format([&]<class W>(std::type_identity<W>) {
+    if (!gk::cuda::matvec_q8_serves(W::id)) return;
+    for (std::int64_t k : {k_for(W::id), std::int64_t{4352}})
+      for (std::int64_t n : {9, 64, 130}) {
+        INFO(gk::name(W::id) << " k " << k << " n " << n);
+        CHECK(mmq_mismatches<W>(k, 67, n, n == 9 ? 2 : 1) == 0);
+      }
+  });
+}
 
 TEST_CASE("cuda matvec_q8: device-encoded activations equal the CPU's encode_row (q8_0, q8_1, q8_K)",
           "[cuda][matmul][q8]") {
@@ -446,5 +522,7 @@ TEST_CASE("cuda matvec_q8 control: a mat-vec that drops each row's last block mu
   gk::cuda::matvec_q8_plant(2);
   q8_matvec_formats(4352, 1);
   q8_matvec_formats(512, 3);
+  CHECK(mmq_mismatches<gk::formats::q4_K>(512, 67, 20, 1) == 0);  // mmq drops it too
+  CHECK(mmq_mismatches<gk::formats::q4_0>(160, 67, 20, 1) == 0);
   gk::cuda::matvec_q8_plant(0);
 }

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+// The prompt path of the integer weight formats (more than 8 columns per weight slab):
+// int8 tensor cores on the CPU's 8-bit activations.
+//
+// The CPU's definition of a row dot (formats::dot_row) encodes the activation column to
+// W::dot_type (q8_0, q8_1 or q8_K) and adds W::dot of each block to a running f32 sum from
+// 0, in block order; W::dot is integer sums of codes x activation codes per 16 or 32
+// weights, combined in integers with the block's scales, then a few float operations. Here:
+//   - the columns are encoded once per node by matvec_q8.cu's encoder (the CPU's bytes);
+//   - per k-step of 256 weights, 64 weight rows are unpacked once into signed bytes in
+//     shared memory (q8dot<W>::unpack, the mat-vec's unpacker) and the activation codes of
+//     up to 64 columns copied beside them;
+//   - mma.sync m16n8k32 (s8 x s8 -> s32) gives each (row, column) the integer sum of a
+//     32-weight chunk, or two m16n8k16 its two 16-weight halves for the formats whose
+//     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, iq1_m, nvfp4);
+//   - the thread holding a (row, column) sum then runs the mat-vec's q8dot<W>::part and
+//     ::term on it, with the sums standing in for the dp4a ones (mma_x below), and adds the
+//     block term to its running sum, blocks in order.
+// So every output is the CPU's dot_row bit for bit: the same integers, the same float
+// operations per block (__fmul_rn and friends, no contraction), the same order of adding
+// block terms. The tests (test_cuda_matmul.cpp, [mmq]) require equality.
+//
+// A block: 128 threads, 4 warps as 2 x 2, a warp 32 rows x 8 NI columns (NI = 4, or 2
+// for formats with 3-4 integer parts per block, which would otherwise hold 128 part
+// registers). Shared rows of codes are 256 + 16 bytes (68 words): the fragment loads of a
+// warp (8 groups x 4 threads) land in 32 different banks.
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "matvec.cuh"
+#include "matvec_q8.cuh"
+
+namespace gk::cuda::q8 {
+
+// What q8dot<W>::part reads in place of a chunk's activation words: the chunk's integer
+// sums from the mma (s0 + s1 the whole chunk; for formats in halves, s0 and s1 the
+// halves) and the sums of its activation codes per group of 8 (gs[0 .. 3]; only for the
+// formats that ask: q4_1, q5_1, iq1_m). Found by argument-dependent lookup.
+struct mma_x {
+  int s0, s1;
+  const int* gs;
+};
+__device__ __forceinline__ int dot8(const unsigned*, const mma_x& x, int from, int n) {
+  return n == 8 ? x.s0 + x.s1 : (from == 0 ? x.s0 : x.s1);
+}
+__device__ __forceinline__ int sum8(const mma_x& x, int from, int n) {
+  int s = 0;
+#pragma unroll
+  for (int g = from / 2; g < (from + n) / 2; ++g) s += x.gs[g];
+  return s;
+}
+// A column's activation scales (and q8_K's 16-value sums) of one k-step in shared memory,
+// indexed by the activation block's index in the row, as q8dot's act_col is.
+struct mma_act {
+  const float* dd;
+  const short* bs;
+  std::int64_t blk0;
+  __device__ __forceinline__ float d(std::int64_t blk) const { return dd[blk - blk0]; }
+  __device__ __forceinline__ const short* bsums(std::int64_t blk) const { return bs + 16 * (blk - blk0); }
+};
+
+}  // namespace gk::cuda::q8
+
+namespace gk::cuda {
+
+namespace {
+
+namespace F = gk::formats;
+using mv::mm_args;
+
+int g_plant = 0;  // 2: every row's last block dropped (the control of test_cuda_matmul)
+
+// formats whose block dot takes 16-weight sums
+template <class W>
+constexpr bool mmq_halves = W::id == type::q2_K || W::id == type::q3_K || W::id == type::q6_K ||
+                            W::id == type::iq2_xs || W::id == type::iq2_s || W::id == type::iq1_m ||
+                            W::id == type::nvfp4;
+// formats whose block dot adds up activation codes
+template <class W>
+constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id == type::iq1_m;
+
+constexpr int mmq_threads = 128, mmq_bm = 64, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
+template <class W>
+constexpr int mmq_ni = q8::q8dot<W>::np >= 3 ? 2 : 4;
+template <class W>
+constexpr int mmq_bn = 16 * mmq_ni<W>;
+
+template <class W>
+struct mmq_smem {
+  static constexpr int bn = mmq_bn<W>;
+  static constexpr bool k_act = W::dot_type::block_size == 256;
+  static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
+  static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
+  static constexpr int d = b + bn * mmq_ld;                // [bn][8] activation scales
+  static constexpr int bs = d + bn * 8 * 4;                // [bn][16] q8_K sums
+  static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [bn][8 chunks][4] code sums
+  // [bm][8 chunks] the unpacked chunk's fields after its codes (scales, ...), rows of an
+  // odd number of words: the 8 rows of a warp's fragment groups read different banks
+  static constexpr int meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
+  static constexpr int meta_row = 8 * meta_words + 1;
+  static constexpr int meta = gs + (mmq_gsums<W> ? bn * 32 * 4 : 0);
+  static constexpr int bytes = meta + mmq_bm * meta_row * 4;
+};
+
+// A chunk's fields past its codes, as words (std::bit_cast: the fields are 4-byte ints and
+// floats after unsigned q[8]).
+template <class W>
+__device__ __forceinline__ void store_meta(const typename q8::q8dot<W>::wc& u, unsigned* dst) {
+  using wc = typename q8::q8dot<W>::wc;
+  static_assert(sizeof(wc) % 4 == 0 && offsetof(wc, q) == 0 && sizeof(wc) > 32);
+  const auto w = std::bit_cast<std::array<unsigned, sizeof(wc) / 4>>(u);
+#pragma unroll
+  for (int i = 8; i < static_cast<int>(sizeof(wc) / 4); ++i) dst[i - 8] = w[i];
+}
+template <class W>
+__device__ __forceinline__ typename q8::q8dot<W>::wc load_meta(const unsigned* src) {
+  using wc = typename q8::q8dot<W>::wc;
+  std::array<unsigned, sizeof(wc) / 4> w{};
+#pragma unroll
+  for (int i = 8; i < static_cast<int>(sizeof(wc) / 4); ++i) w[i] = src[i - 8];
+  return std::bit_cast<wc>(w);  // codes zero: mma_x's part and term never read them
+}
+
+__device__ __forceinline__ void mma_k32(int* c, const unsigned* a, const unsigned* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+#else
+  __trap();  // the host picks this path only for compute capability >= 8.0
+#endif
+}
+__device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsigned b0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+               : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+               : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+#else
+  __trap();
+#endif
+}
+
+template <class W>
+__global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_cols act, int plant) {
+  using Q = q8::q8dot<W>;
+  using L = mmq_smem<W>;
+  constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W>;
+  constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
+  extern __shared__ __align__(16) unsigned char sm[];
+  unsigned char* const at = sm + L::a;
+  unsigned char* const bt = sm + L::b;
+  float* const sd = reinterpret_cast<float*>(sm + L::d);
+  short* const sbs = reinterpret_cast<short*>(sm + L::bs);
+  int* const sgs = reinterpret_cast<int*>(sm + L::gs);
+  unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mmq_bm);
+  const std::int64_t groups_per_slab = (p.n + BN - 1) / BN;
+  const std::int64_t n_groups = (p.ncols / p.n) * groups_per_slab;
+  const std::int64_t chunks = p.kp / 32, nblk = p.kp / W::block_size;
+  const std::int64_t dropped = plant == 2 ? nblk - 1 : -1;
+
+  for (std::int64_t grp = blockIdx.y; grp < n_groups; grp += gridDim.y) {
+    const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * BN;
+    const int nc = static_cast<int>(p.n - c0 < BN ? p.n - c0 : BN);
+    const std::int64_t q0 = slab * p.n + c0;
+    const char* w;
+    float* y0;
+    mv::column_of(p, q0, w, y0);
+
+    float acc[2][NI][4];
+    int pt[2][NI][4][NP];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[i][j][e] = 0.0f;
+#pragma unroll
+          for (int k = 0; k < NP; ++k) pt[i][j][e][k] = 0;
+        }
+
+    for (std::int64_t kc0 = 0; kc0 < chunks; kc0 += 8) {
+      const int nch = static_cast<int>(chunks - kc0 < 8 ? chunks - kc0 : 8);  // whole blocks
+      const std::int64_t blk0 = kc0 / CH;
+      __syncthreads();  // the previous step's tiles are read
+      // the columns' codes, in flight while the weights are unpacked (columns past the end
+      // read the last one; never written)
+      for (int i = tid; i < BN * 16; i += mmq_threads) {
+        const int j = i >> 4, piece = i & 15;
+        if (piece >= 2 * nch) continue;
+        const std::int64_t q = q0 + (j < nc ? j : nc - 1);
+        mv::copy16_async(bt + j * mmq_ld + 16 * piece, act.base + q * act.col_stride + 32 * kc0 + 16 * piece);
+      }
+      mv::copy_async_commit();
+      // unpack straight from global memory: a thread per (row, chunk), the 8 chunks of 4
+      // rows in a warp (a row's bytes of the step are contiguous: 8 lanes share their
+      // sectors). Rows past the end read the last row (never written). ld_words reads the
+      // aligned word holding a field's last byte: at most 3 bytes past the tensor, never
+      // past its allocation's granule (the mat-vec's direct kernel does the same).
+      auto job = [&](int it) {
+        const int i = tid + it * mmq_threads, r = i >> 3, c = i & 7;
+        if (c >= nch) return;
+        const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1;
+        const auto* b = reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + (blk0 + c / CH) * S;
+        typename Q::wc u;
+        Q::unpack(b, c % CH, u);
+        uint4* dst = reinterpret_cast<uint4*>(at + r * mmq_ld + 32 * c);
+        dst[0] = make_uint4(u.q[0], u.q[1], u.q[2], u.q[3]);
+        dst[1] = make_uint4(u.q[4], u.q[5], u.q[6], u.q[7]);
+        store_meta<W>(u, smeta + r * L::meta_row + c * L::meta_words);
+      };
+      if constexpr (W::id == type::tq1_0) {  // its trit unpacker unrolled 4 times spills
+        for (int it = 0; it < mmq_bm * 8 / mmq_threads; ++it) job(it);
+      } else {  // unrolled: the loads of all four jobs in flight at once
+#pragma unroll
+        for (int it = 0; it < mmq_bm * 8 / mmq_threads; ++it) job(it);
+      }
+      // the columns' scales and sums
+      for (int i = tid; i < BN * 8; i += mmq_threads) {
+        const int j = i >> 3, k = i & 7;
+        const std::int64_t q = q0 + (j < nc ? j : nc - 1);
+        const q8::act_col ac{act.base + q * act.col_stride, act.d_off, act.bs_off};
+        if constexpr (K_ACT) {
+          if (k == 0) sd[8 * j] = ac.d(kc0 / 8);
+          reinterpret_cast<int*>(sbs + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
+        } else {
+          if (k < nch) sd[8 * j + k] = ac.d(kc0 + k);
+        }
+      }
+      mv::copy_async_wait<0>();
+      __syncthreads();
+      if constexpr (mmq_gsums<W>) {
+        for (int i = tid; i < BN * 32; i += mmq_threads) {
+          const int j = i >> 5, grp8 = i & 31;  // group of 8 codes: chunk grp8 / 4
+          if (grp8 >= 4 * nch) continue;
+          const int* x = reinterpret_cast<const int*>(bt + j * mmq_ld + 8 * grp8);
+          sgs[i] = __dp4a(0x01010101, x[0], __dp4a(0x01010101, x[1], 0));
+        }
+        __syncthreads();
+      }
+
+      const unsigned* aw = reinterpret_cast<const unsigned*>(at);
+      const unsigned* bw = reinterpret_cast<const unsigned*>(bt);
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        if (c >= nch) break;
+        const std::int64_t kc = kc0 + c;
+        unsigned af[2][4], bf[NI][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) {
+          const int base = (wm * 32 + mi * 16 + g) * mmq_ldw + 8 * c + t;
+          af[mi][0] = aw[base];
+          af[mi][1] = aw[base + 8 * mmq_ldw];
+          af[mi][2] = aw[base + 4];
+          af[mi][3] = aw[base + 8 * mmq_ldw + 4];
+        }
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+          const int base = (wn * 8 * NI + ni * 8 + g) * mmq_ldw + 8 * c + t;
+          bf[ni][0] = bw[base];
+          bf[ni][1] = bw[base + 4];
+        }
+        // every mma of the chunk first, then the block arithmetic on their sums
+        int s0[2][NI][4], s1[2][NI][4];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) {
+            if constexpr (mmq_halves<W>) {
+              mma_k16(s0[mi][ni], af[mi][0], af[mi][1], bf[ni][0]);
+              mma_k16(s1[mi][ni], af[mi][2], af[mi][3], bf[ni][1]);
+            } else {
+              mma_k32(s0[mi][ni], af[mi], bf[ni]);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) s1[mi][ni][e] = 0;
+            }
+          }
+        typename Q::wc u[2][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = wm * 32 + mi * 16 + g + 8 * h;
+            u[mi][h] = load_meta<W>(smeta + r * L::meta_row + c * L::meta_words);
+          }
+        const bool block_end = c % CH == CH - 1;
+        const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
+              const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], sgs + (j * 8 + c) * 4};
+              const q8::mma_act a{sd + 8 * j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0};
+              int pp[NP];
+              Q::part(u[mi][e >> 1], x, a, kc, pp);
+#pragma unroll
+              for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
+              if (block_end) {
+                if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][e >> 1], a, kb, pt[mi][ni][e]);
+#pragma unroll
+                for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
+              }
+            }
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const std::int64_t r = row0 + wm * 32 + mi * 16 + g + (e >= 2 ? 8 : 0);
+          const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
+          if (r >= p.m || j >= nc) continue;
+          const char* wc;
+          float* y;
+          mv::column_of(p, q0 + j, wc, y);
+          y[r] = acc[mi][ni][e];
+        }
+  }
+}
+
+template <auto Kernel>
+void allow_smem(std::size_t bytes, int device) {
+  static std::atomic<std::uint64_t> done{0};
+  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
+  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
+  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
+}
+
+template <class W>
+void run(const mm_args& p, const q8::act_cols& a, exec& x) {
+  constexpr std::size_t smem = mmq_smem<W>::bytes;
+  static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
+  allow_smem<matmul_mmq<W>>(smem, x.props.device);
+  const std::int64_t slabs = p.ncols / p.n;
+  const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(slabs * ((p.n + mmq_bn<W> - 1) / mmq_bn<W>)));
+  matmul_mmq<W><<<grid, mmq_threads, smem, x.stream>>>(p, a, g_plant);
+  GK_CUDA_LAUNCHED();
+}
+
+}  // namespace
+
+void mmq_plant(int control) { g_plant = control; }
+
+void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& a, exec& x) {
+  const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) run<W>(p, a, x);
+    else throw error("gk: CUDA: the int8 prompt path has no block dot for " + std::string(gk::name(w)));
+  });
+  if (!done) throw error("gk: CUDA: mmq: unknown weight type");
+}
+
+}  // namespace gk::cuda
