@@ -110,6 +110,12 @@ GK_Q8_FN float i2f_rn(int v) { return __int2float_rn(v); }
 using fmt::add;
 using fmt::mul;
 using fmt::sub;
+// v as a float, exactly, for |v| < 2^22: 1.5 * 2^23 + v has an ulp of 1, so its bits are
+// the magic's plus v, and taking the magic back off is exact. Two full-rate instructions
+// where I2F issues at 16 a clock per SM (an eighth of FADD's rate): the block sums of the
+// 32-weight formats (at most 32 * 127 * 127) and of tq1_0/tq2_0 (256 * 127) use it; the
+// K-quants' and lattice formats' scaled sums can be larger and keep i2f_rn.
+GK_Q8_FN float i2f_small(int v) { return sub(__int_as_float(0x4B400000 + v), 12582912.0f); }
 
 // A 16-entry table of signed bytes applied to the four codes (0 .. 15, one per byte) of b:
 // two PRMTs pick from entries 0-7 and 8-15 by the low 3 bits, bit 3 chooses.
@@ -172,7 +178,7 @@ GK_Q8_UNROLL
   // sum * d(w) * d(a)
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(mul(i2f_rn(p[0]), u.d), a.d(kc));
+    return mul(mul(i2f_small(p[0]), u.d), a.d(kc));
   }
 };
 
@@ -200,7 +206,7 @@ GK_Q8_UNROLL
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float da = a.d(kc);
-    return add(mul(mul(u.d, da), i2f_rn(p[0])), mul(u.m, mul(da, i2f_rn(p[1]))));
+    return add(mul(mul(u.d, da), i2f_small(p[0])), mul(u.m, mul(da, i2f_small(p[1]))));
   }
 };
 
@@ -224,7 +230,7 @@ GK_Q8_UNROLL
   // d(w) * d(a) * sum
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(mul(u.d, a.d(kc)), i2f_rn(p[0]));
+    return mul(mul(u.d, a.d(kc)), i2f_small(p[0]));
   }
 };
 
@@ -252,7 +258,7 @@ GK_Q8_UNROLL
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     const float da = a.d(kc);
-    return add(mul(mul(u.d, da), i2f_rn(p[0])), mul(u.m, mul(da, i2f_rn(p[1]))));
+    return add(mul(mul(u.d, da), i2f_small(p[0])), mul(u.m, mul(da, i2f_small(p[1]))));
   }
 };
 
@@ -270,7 +276,7 @@ struct q8dot_q8 {
   // sum * (d(w) * d(a))
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_rn(p[0]), mul(u.d, a.d(kc)));
+    return mul(i2f_small(p[0]), mul(u.d, a.d(kc)));
   }
 };
 template <>
@@ -297,7 +303,7 @@ GK_Q8_UNROLL
   // sum * (d(w) * d(a))
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_rn(p[0]), mul(u.d, a.d(kc)));
+    return mul(i2f_small(p[0]), mul(u.d, a.d(kc)));
   }
 };
 
@@ -320,7 +326,7 @@ GK_Q8_UNROLL
   // d(a) * e8m0_half(e) * sum
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(mul(a.d(kc), u.h), i2f_rn(p[0]));
+    return mul(mul(a.d(kc), u.h), i2f_small(p[0]));
   }
 };
 
@@ -363,7 +369,7 @@ GK_Q8_UNROLL
     float sum = 0.0f;
 GK_Q8_UNROLL
     for (int k = 0; k < 4; ++k) {
-      sum = add(sum, mul(mul(a.d(kc + k / 2), u.hs[k]), i2f_rn(p[k])));
+      sum = add(sum, mul(mul(a.d(kc + k / 2), u.hs[k]), i2f_small(p[k])));
     }
     return sum;
   }
@@ -807,7 +813,7 @@ GK_Q8_UNROLL
   // sum * (d * d(a))
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_rn(p[0]), mul(u.d, a.d(kc / 8)));
+    return mul(i2f_small(p[0]), mul(u.d, a.d(kc / 8)));
   }
 };
 
@@ -829,7 +835,7 @@ GK_Q8_UNROLL
   // sum * (d(a) * d)
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_rn(p[0]), mul(a.d(kc / 8), u.d));
+    return mul(i2f_small(p[0]), mul(a.d(kc / 8), u.d));
   }
 };
 
@@ -858,7 +864,7 @@ GK_Q8_UNROLL
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     float sum = 0.0f;
 GK_Q8_UNROLL
-    for (int k = 0; k < 4; ++k) sum = add(sum, mul(a.d(kc + k), i2f_rn(p[k])));
+    for (int k = 0; k < 4; ++k) sum = add(sum, mul(a.d(kc + k), i2f_small(p[k])));
     return mul(u.d, sum);
   }
 };
@@ -890,7 +896,7 @@ GK_Q8_UNROLL
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
     float sum = 0.0f;
 GK_Q8_UNROLL
-    for (int k = 0; k < 2; ++k) sum = add(sum, mul(a.d(kc + k), i2f_rn(p[k])));
+    for (int k = 0; k < 2; ++k) sum = add(sum, mul(a.d(kc + k), i2f_small(p[k])));
     return mul(u.d, sum);
   }
 };

@@ -84,6 +84,10 @@ template <class W>
 constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id == type::iq1_m;
 
 constexpr int mmq_threads = 128, mmq_bm = 64, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
+// NI = 2 for every format with q8_K activations or 2 parts (warp 32 x 16, 96-160 registers
+// instead of 150-226, so 3-4 blocks an SM instead of 2) was measured slower on the H200
+// (N 512: q4_K 67 -> 62, q5_K 61 -> 54, q6_K 92 -> 71, iq2_xxs 125 -> 105 TFLOP/s at M
+// 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 template <class W>
 constexpr int mmq_ni = q8::q8dot<W>::np >= 3 ? 2 : 4;
 template <class W>

@@ -15,6 +15,7 @@
 // whose codes are off by one.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <tuple>
 #include <cstring>
@@ -51,6 +52,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   return r;
 }
 inline float __int2float_rn(int v) { return static_cast<float>(v); }
+inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
 template <class T>
 T __ldg(const T* p) { return *p; }
 }  // namespace
