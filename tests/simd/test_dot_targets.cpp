@@ -78,10 +78,12 @@ struct tile_shape<D> {
   static constexpr int rows = D::rows, cols = D::cols;
 };
 
-// A row dot computed through an R x C dot_tile: the rows are w, w with its blocks reversed
-// and w with its blocks rotated by one, the columns a and a reversed / rotated the same
-// way (w and a last); every one of the R * C results must equal its own row dot bit for
-// bit, and the (w, a) one is returned (NaN if any differs).
+// A row dot computed through an R x C dot_tile: the rows are w and variants of it, its
+// blocks reversed or rotated by a different amount for each row (v = 0: reversed, 1:
+// rotated by one, 2: reversed after rotating by one, ...), so that rows a tile mixes up
+// give different sums; the columns are a and its variants the same way (w and a last).
+// Every one of the R * C results must equal its own row dot bit for bit, and the (w, a)
+// one is returned (NaN if any differs).
 template <class W, int R, int C>
 float tile_as_row(const typename W::block* w, const typename W::dot_type::block* a, std::int64_t n) {
   using A = typename W::dot_type;
@@ -89,21 +91,23 @@ float tile_as_row(const typename W::block* w, const typename W::dot_type::block*
   const std::size_t nb = static_cast<std::size_t>(n / W::block_size);
   // whole weight-block spans of activation blocks move together, so pairs stay aligned
   constexpr int per = W::block_size / A::block_size > 0 ? W::block_size / A::block_size : 1;
-  std::vector<typename W::block> wv[2];
-  std::vector<typename A::block> av[2];
-  for (int v = 0; v < 2; ++v) {
+  constexpr int nv = R > C ? R : C;
+  std::vector<typename W::block> wv[nv];
+  std::vector<typename A::block> av[nv];
+  for (int v = 0; v < nv; ++v) {
     wv[v].resize(nb);
     av[v].resize(nb * per);
+    const std::size_t turn = static_cast<std::size_t>(v / 2 + v % 2);
     for (std::size_t i = 0; i < nb; ++i) {
-      const std::size_t src = v == 0 ? nb - 1 - i : (i + 1) % nb;
+      const std::size_t src = v % 2 == 0 ? nb - 1 - (i + turn) % nb : (i + turn) % nb;
       wv[v][i] = w[src];
       for (int j = 0; j < per; ++j) av[v][i * per + static_cast<std::size_t>(j)] = a[src * per + static_cast<std::size_t>(j)];
     }
   }
   const typename W::block* rows[R];
   const typename A::block* cols[C];
-  for (int r = 0; r < R; ++r) rows[r] = r == R - 1 ? w : wv[r % 2].data();
-  for (int c = 0; c < C; ++c) cols[c] = c == C - 1 ? a : av[(c + 1) % 2].data();
+  for (int r = 0; r < R; ++r) rows[r] = r == R - 1 ? w : wv[r].data();
+  for (int c = 0; c < C; ++c) cols[c] = c == C - 1 ? a : av[(c + 1) % nv].data();
   float out[R * C];
   gk::dot_tile<W, gk::simd::native>::template run<R, C>(rows, cols, n, out);
   for (int r = 0; r < R; ++r)
@@ -184,6 +188,17 @@ TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control
   CHECK(mismatches<gk::formats::f32>(&swapped_tile<gk::formats::f32>, 8) > 0);
   CHECK(mismatches<gk::formats::iq4_nl>(&swapped_tile<gk::formats::iq4_nl>, 8) > 0);
   CHECK(mismatches<gk::formats::iq4_xs>(&swapped_tile<gk::formats::iq4_xs>, 8) > 0);
+  // the tiles of avx512/dot_tile_legacy.hpp (q4_0's above)
+  CHECK(mismatches<gk::formats::q8_0>(&swapped_tile<gk::formats::q8_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::q5_0>(&swapped_tile<gk::formats::q5_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::q4_1>(&swapped_tile<gk::formats::q4_1>, 8) > 0);
+  CHECK(mismatches<gk::formats::q5_1>(&swapped_tile<gk::formats::q5_1>, 8) > 0);
+  CHECK(mismatches<gk::formats::mxfp4>(&swapped_tile<gk::formats::mxfp4>, 8) > 0);
+  CHECK(mismatches<gk::formats::nvfp4>(&swapped_tile<gk::formats::nvfp4>, 8) > 0);
+  CHECK(mismatches<gk::formats::q1_0>(&swapped_tile<gk::formats::q1_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::q2_0>(&swapped_tile<gk::formats::q2_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::tq1_0>(&swapped_tile<gk::formats::tq1_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::tq2_0>(&swapped_tile<gk::formats::tq2_0>, 8) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {

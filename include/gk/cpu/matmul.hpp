@@ -37,8 +37,10 @@ inline constexpr std::int64_t tile_cols = 8;
 // Inside a tile of two or more columns, dots go dot_tile<W, T>::rows weight rows by
 // dot_tile<W, T>::cols columns at a time (4 by 2 where the tile does not say), then
 // leftover columns four, two and one at a time. A target specialises dot_tile where doing
-// several dots together is faster: avx512 q4_0/q8_0 run their block chains side by side
-// (q4_0 prompt, N = 64: 41 -> 71 GFLOP/s on one thread); the avx512 256-weight formats
+// several dots together is faster: the avx512 32-weight formats (q4_0 ... q2_0, mxfp4,
+// nvfp4, and tq1_0/tq2_0) take the whole 16 x 8 tile, one weight row per lane
+// (avx512/dot_tile_legacy.hpp; q4_0 prompt, N = 64: 68 -> 285 GFLOP/s on one thread, 1.16
+// of the reference's repacked path); the avx512 256-weight formats
 // unpack each weight block once and dot it with the panel's eight columns, 2 rows x 8
 // (avx512/dot_tile.hpp; iq2_xxs prompt 0.21 -> 0.54 of the reference on one thread).
 template <class D>

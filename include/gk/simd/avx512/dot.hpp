@@ -381,29 +381,7 @@ struct dot_kernel<formats::q5_K, simd::avx512> {
   }
 };
 
-// Tiles for the formats whose row is a chain of block terms (see chain_tile). The avx2
-// and scalar targets keep the primary template's loop.
-template <>
-struct dot_tile<formats::q8_0, simd::avx512> {
-  static constexpr bool specialised = true;
-  static constexpr int rows = 4, cols = 2;  // the matmul's shape
-  template <int R, int C>
-  static void run(const formats::q8_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
-                  float* out) {
-    simd::avx512_ops::chain_tile<dot_kernel<formats::q8_0, simd::avx512>, R, C>(w, a, n, out);
-  }
-};
-
-template <>
-struct dot_tile<formats::q4_0, simd::avx512> {
-  static constexpr bool specialised = true;
-  static constexpr int rows = 4, cols = 2;  // the matmul's shape
-  template <int R, int C>
-  static void run(const formats::q4_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n,
-                  float* out) {
-    simd::avx512_ops::chain_tile<dot_kernel<formats::q4_0, simd::avx512>, R, C>(w, a, n, out);
-  }
-};
+// The tiles of the 32-weight formats (dot_tile) are in avx512/dot_tile_legacy.hpp.
 
 }  // namespace gk
 

@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: MIT
+// AVX-512 VNNI tiles of the small-block formats q8_0, q4_0, q5_0, q4_1, q5_1, mxfp4, nvfp4,
+// q1_0, q2_0 (q8_0 / q8_1 activations) and tq1_0, tq2_0 (q8_K): sixteen weight rows by C
+// activation columns, one weight row per 32-bit lane.
+//
+// The idea: for one block index, the sixteen rows' weights are unpacked into vectors in
+// which vector k holds, in lane r, the four weights of row r that meet activation dword k
+// (bytes 4k .. 4k+3). A column's activation dword is then the same for every lane, a
+// broadcast, and eight vpdpbusd leave a 32-weight integer sum of all sixteen rows in one
+// vector: no horizontal reduction, no transpose of results. The unpack (a 4 x 4 or 8 x 8
+// dword transpose per block) is shared by the C columns; a column's 32 weights then cost
+// eight vpdpbusd and the float term, about thirteen instructions for sixteen dots.
+//
+// Integer part, exact for every byte: vpdpbusd multiplies unsigned by signed bytes (four
+// products into int32, none saturating), so weights become unsigned codes u = w + off
+// (q8_0: w ^ 0x80 = w + 128; q4_0, q5_0: the stored code, off 8 and 16; fp4: doubled
+// e2m1 value + 12; q1_0: 2 * bit, q2_0 and the ternaries: the code, off 1) and each
+// integer sum starts at -off * sum(a) over its activation bytes, computed once per
+// column and block. q4_1 / q5_1 codes are unsigned already; their definitions read
+// sum(a) as such. Float part: each term is formed lane-wise with the definition's
+// operations in its order (nvfp4, q1_0, q2_0: a block's part terms summed from 0 in
+// part order first), and added to the column's running sum block by block, as the
+// definition's sum runs; so every output is the row dot's bits.
+//
+// Shape 16 x 8: the matmul's whole tile (16 rows, an 8-column panel) in one call. Measured
+// one thread, 4096-wide rows, 64 weight rows by 8 columns (L2-resident), GFLOP/s:
+// q4_0 / q8_0 / q5_0 / mxfp4 rows 57 / 62 / 40 / 43, 16 x 8 about 360 / 355 / 315 / 370,
+// 16 x 4 290 / 260 / 220 / 285. The layouts tried first, one block per lane (as
+// dot_tile_iq4.hpp: a reduction and a 16 x 16 transpose per dot), reached 130 / 140 for
+// q5_0 / mxfp4 at 2 x 8 and 185 / 215 at 8 x 8.
+// Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
+#pragma once
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "gk/core/exact_fp.hpp"
+#include "gk/formats/fp4.hpp"
+#include "gk/formats/legacy.hpp"
+#include "gk/formats/ternary.hpp"
+#include "gk/simd/avx512/dot.hpp"
+#include "gk/simd/target.hpp"
+
+GK_EXACT_FP_BEGIN
+
+namespace gk::simd::avx512_legacy_tile {
+
+using namespace gk::simd::avx512_ops;
+
+inline constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
+
+// Lane r of d[p] is dword p of the 16 bytes at q[r], r = 0..15: four rows to a vector
+// (rows j, 4 + j, 8 + j, 12 + j in its 128-bit lanes), then a 4 x 4 dword transpose in
+// each 128-bit lane.
+inline void rows_x4(const std::uint8_t* const* q, __m512i* d) {
+  __m512i x[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j)
+    x[j] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(load128(q[j])),
+                                                                    load128(q[4 + j]), 1),
+                                                 load128(q[8 + j]), 2),
+                              load128(q[12 + j]), 3);
+  const __m512i a0 = _mm512_unpacklo_epi32(x[0], x[1]), a1 = _mm512_unpackhi_epi32(x[0], x[1]);
+  const __m512i a2 = _mm512_unpacklo_epi32(x[2], x[3]), a3 = _mm512_unpackhi_epi32(x[2], x[3]);
+  d[0] = _mm512_unpacklo_epi64(a0, a2);
+  d[1] = _mm512_unpackhi_epi64(a0, a2);
+  d[2] = _mm512_unpacklo_epi64(a1, a3);
+  d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+// Lane r of d[k] is dword k of the 32 bytes at q[r]: rows m and 4 + m (8 + m and 12 + m)
+// share a vector, then an 8 x 8 dword transpose in each 256-bit half (by dwords, by
+// qwords, by 128-bit lanes).
+inline void rows_x8(const std::uint8_t* const* q, __m512i* d) {
+  __m512i v[8], x[8], y[8];
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    v[m] = load2x32(q[m], q[4 + m]);
+    v[4 + m] = load2x32(q[8 + m], q[12 + m]);
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    x[2 * p] = _mm512_unpacklo_epi32(v[2 * p], v[2 * p + 1]);
+    x[2 * p + 1] = _mm512_unpackhi_epi32(v[2 * p], v[2 * p + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {  // y[4h + j]: lane-local dword j of v[4h] .. v[4h + 3]
+    y[4 * h + 0] = _mm512_unpacklo_epi64(x[4 * h], x[4 * h + 2]);
+    y[4 * h + 1] = _mm512_unpackhi_epi64(x[4 * h], x[4 * h + 2]);
+    y[4 * h + 2] = _mm512_unpacklo_epi64(x[4 * h + 1], x[4 * h + 3]);
+    y[4 * h + 3] = _mm512_unpackhi_epi64(x[4 * h + 1], x[4 * h + 3]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    d[j] = _mm512_shuffle_i32x4(y[j], y[4 + j], _MM_SHUFFLE(2, 0, 2, 0));
+    d[4 + j] = _mm512_shuffle_i32x4(y[j], y[4 + j], _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// The f16 at byte offset `at` of block i of the sixteen rows, as floats (vcvtph2ps: as
+// to_f32 converts, NaN payloads included).
+template <std::size_t at, class B>
+inline __m512 f16_rows(const B* const* w, std::int64_t i) {
+  auto h = [&](int r) {
+    std::uint16_t v;
+    std::memcpy(&v, reinterpret_cast<const unsigned char*>(w[r] + i) + at, 2);
+    return static_cast<short>(v);
+  };
+  return _mm512_cvtph_ps(_mm256_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7), h(8), h(9), h(10), h(11),
+                                           h(12), h(13), h(14), h(15)));
+}
+
+// The codes of q4-packed block i of the sixteen rows (byte j: weight j in its low nibble,
+// j + 16 in its high one): activation dword k < 4 meets low nibbles, k >= 4 high ones.
+template <class B>
+inline void nibbles(const B* const* w, std::int64_t i, __m512i* q) {
+  const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
+  __m512i d[4];
+  rows_x4(p, d);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    q[k] = _mm512_and_si512(d[k], low4);
+    q[4 + k] = _mm512_and_si512(_mm512_srli_epi16(d[k], 4), low4);
+  }
+}
+
+// The 4 bytes at byte offset `at` of block i of the sixteen rows, lane r.
+template <std::size_t at, class B>
+inline __m512i dword_rows(const B* const* w, std::int64_t i) {
+  auto g = [&](int r) {
+    std::int32_t v;
+    std::memcpy(&v, reinterpret_cast<const unsigned char*>(w[r] + i) + at, 4);
+    return v;
+  };
+  return _mm512_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7), g(8), g(9), g(10), g(11), g(12), g(13),
+                           g(14), g(15));
+}
+
+// Byte `byte` of each dword of x in all four bytes of that dword (pshufb indexes within a
+// 128-bit lane, where dword j starts at byte 4j).
+inline __m512i spread_byte(__m512i x, int byte) {
+  return _mm512_shuffle_epi8(x, _mm512_add_epi8(_mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0),
+                                                _mm512_set1_epi8(static_cast<char>(byte))));
+}
+// Of bytes spread so: byte b of each dword where its bit first + b is set (first 0 or 4).
+inline __mmask64 nibble_bits(__m512i spread, int first) {
+  return _mm512_test_epi8_mask(spread, _mm512_set1_epi32(first ? static_cast<int>(0x80402010u) : 0x08040201));
+}
+
+// q5_0 / q5_1: 16 added to the codes whose fifth bit is set (bit j of the little-endian
+// word qh is weight j's): byte b of dword k is weight 4k + b, bit 4 (k % 2) + b of qh's
+// byte k / 2.
+template <class B>
+inline void fifth_bits(const B* const* w, std::int64_t i, __m512i* q) {
+  const __m512i qh = dword_rows<offsetof(B, qh)>(w, i);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    q[k] = _mm512_mask_add_epi8(q[k], nibble_bits(spread_byte(qh, k / 2), 4 * (k % 2)), q[k], _mm512_set1_epi8(16));
+}
+
+// ---- the formats ------------------------------------------------------------------------
+// Each says how block i of the sixteen rows becomes unsigned codes u = w + off, in
+// `parts` groups of `part_dwords` vectors (a part is one integer sum of the definition:
+// the whole block, or one activation block, or one 16-weight sub-block), vector k of a
+// part meeting activation dword k of it; and forms the definition's float terms.
+
+// P = 1: the block's one integer sum, one float term per block.
+template <class Fmt, int offset>
+struct one_part {
+  using W = Fmt;
+  static constexpr int off = offset, parts = 1, part_dwords = 8;
+  static constexpr bool affine = false;
+};
+
+struct q8_0 : one_part<formats::q8_0, 128> {
+  struct rows {
+    __m512i q[1][8];
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = reinterpret_cast<const std::uint8_t*>(w[r][i].qs);
+    rows_x8(p, u.q[0]);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_xor_si512(u.q[0][k], _mm512_set1_epi8(static_cast<char>(0x80)));
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // float(s) * (dw * da)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
+};
+
+struct q4_0 : one_part<formats::q4_0, 8> {
+  struct rows {
+    __m512i q[1][8];
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    nibbles(w, i, u.q[0]);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // float(s) * dw * da
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(s, u.d), da); }
+};
+
+struct q5_0 : one_part<formats::q5_0, 16> {
+  struct rows {
+    __m512i q[1][8];
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    nibbles(w, i, u.q[0]);
+    fifth_bits(w, i, u.q[0]);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // dw * da * float(s)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(u.d, da), s); }
+};
+
+// q4_1 / q5_1: codes as they are, dw * da * float(s) + mw * (da * float(sum a))
+template <class Fmt>
+struct affine_part : one_part<Fmt, 0> {
+  static constexpr bool affine = true;
+  struct rows {
+    __m512i q[1][8];
+    __m512 d, m;
+  };
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512 dsa) {
+    return _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(u.d, da), s), _mm512_mul_ps(u.m, dsa));
+  }
+};
+
+struct q4_1 : affine_part<formats::q4_1> {
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    nibbles(w, i, u.q[0]);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+    u.m = f16_rows<offsetof(W::block, m)>(w, i);
+  }
+};
+
+struct q5_1 : affine_part<formats::q5_1> {
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    nibbles(w, i, u.q[0]);
+    fifth_bits(w, i, u.q[0]);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+    u.m = f16_rows<offsetof(W::block, m)>(w, i);
+  }
+};
+
+// doubled e2m1 values + 12 (0 .. 24) as a pshufb table, from the format's own fp4_doubled
+inline __m512i fp4_codes() {
+  static constexpr auto table = [] {
+    std::array<std::uint8_t, 16> t{};
+    for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::detail::fp4_doubled(static_cast<std::uint8_t>(c)) + 12);
+    return t;
+  }();
+  return _mm512_broadcast_i32x4(load128(table.data()));
+}
+
+struct mxfp4 : one_part<formats::mxfp4, 12> {
+  struct rows {
+    __m512i q[1][8];
+    __m512 h;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    nibbles(w, i, u.q[0]);
+    const __m512i table = fp4_codes();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_shuffle_epi8(table, u.q[0][k]);
+    // e8m0_to_f32_half: the bits 0x00200000 << e for e < 2, else (e - 1) << 23
+    alignas(64) int e[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) e[r] = w[r][i].e;
+    const __m512i ev = _mm512_load_si512(e), one = _mm512_set1_epi32(1);
+    u.h = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(ev, one),
+                                                     _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), ev),
+                                                     _mm512_slli_epi32(_mm512_sub_epi32(ev, one), 23)));
+  }
+  // da * h * float(s)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(da, u.h), s); }
+};
+
+// P > 1: the block's value is 0 + part term 0 + part term 1 + ..., in part order, then
+// finished (q1_0, q2_0: times dw).
+
+// nvfp4: four 16-weight sub-blocks (two per activation block), each with a ue4m3 scale;
+// byte 8k + j holds sub-block k's weight j (low nibble) and j + 8 (high)
+struct nvfp4 {
+  using W = formats::nvfp4;
+  static constexpr int off = 12, parts = 4, part_dwords = 4;
+  static constexpr bool affine = false;
+  struct rows {
+    __m512i q[4][4];
+    __m512 h[4];
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
+    __m512i e[8];
+    rows_x8(p, e);
+    const __m512i table = fp4_codes(), low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {  // weights 4j .. 4j+3 and 8 + 4j .. 8 + 4j+3
+        u.q[k][j] = _mm512_shuffle_epi8(table, _mm512_and_si512(e[2 * k + j], low4));
+        u.q[k][2 + j] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(e[2 * k + j], 4), low4));
+      }
+    // half_scale = ue4m3_to_f32(s) * 0.5f: 0 for s = 0 or 0x7f; exponent field 0: the
+    // mantissa * 2^-9; else the bits ((e + 120) << 23) | (m << 20)
+    const __m512i s4 = dword_rows<offsetof(W::block, d)>(w, i);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i s = _mm512_and_si512(_mm512_srli_epi32(s4, 8 * k), _mm512_set1_epi32(0xff));
+      const __m512i ex = _mm512_and_si512(_mm512_srli_epi32(s, 3), _mm512_set1_epi32(0xf));
+      const __m512i mn = _mm512_and_si512(s, _mm512_set1_epi32(7));
+      const __m512i normal = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(ex, _mm512_set1_epi32(120)), 23),
+                                             _mm512_slli_epi32(mn, 20));
+      const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(mn), _mm512_castsi512_ps(_mm512_set1_epi32(0x3b000000)));
+      __m512 v = _mm512_mask_blend_ps(_mm512_test_epi32_mask(ex, ex), sub, _mm512_castsi512_ps(normal));
+      v = _mm512_mask_blend_ps(_mm512_cmpeq_epi32_mask(s, _mm512_set1_epi32(0x7f)), v, _mm512_setzero_ps());
+      u.h[k] = _mm512_mul_ps(v, _mm512_set1_ps(0.5f));
+    }
+  }
+  // da * h * float(s)
+  static __m512 part_term(__m512 s, const rows& u, int k, __m512 da) { return _mm512_mul_ps(_mm512_mul_ps(da, u.h[k]), s); }
+  static __m512 finish(__m512 b, const rows&) { return b; }
+};
+
+// q1_0 / q2_0: one part per activation block, da * float(s) each, the sum times dw
+template <class Fmt>
+struct multi_part {
+  using W = Fmt;
+  static constexpr int off = 1, parts = W::block_size / 32, part_dwords = 8;
+  static constexpr bool affine = false;
+  struct rows {
+    __m512i q[parts][8];
+    __m512 d;
+  };
+  static __m512 part_term(__m512 s, const rows&, int, __m512 da) { return _mm512_mul_ps(da, s); }
+  static __m512 finish(__m512 b, const rows& u) { return _mm512_mul_ps(u.d, b); }
+};
+
+// q1_0: bit j % 8 of qs[j / 8] set: w = +1, else -1; u = 2 * bit, off 1. Activation
+// block k reads the little-endian word qs[4k ..]: its dword m is bits 4m .. 4m+3.
+struct q1_0 : multi_part<formats::q1_0> {
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
+    __m512i d[4];
+    rows_x4(p, d);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m)
+        u.q[k][m] = _mm512_maskz_mov_epi8(nibble_bits(spread_byte(d[k], m / 2), 4 * (m % 2)), _mm512_set1_epi8(2));
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+};
+
+// q2_0: bits 2 (j % 4) .. +1 of qs[j / 4] are weight j's code c, w = c - 1 (off 1).
+// Activation block k reads qs[8k .. 8k+7]: its dword m is the four codes of byte 8k + m.
+struct q2_0 : multi_part<formats::q2_0> {
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
+    __m512i d[4];
+    rows_x4(p, d);
+    const __m512i lo = _mm512_set1_epi32(0x40100401), hi = _mm512_set1_epi32(static_cast<int>(0x80200802u));
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k)
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        const __m512i x = spread_byte(d[2 * k + m / 4], m % 4);  // byte b: code b at bits 2b, 2b+1
+        const __m512i c = _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(x, lo), _mm512_set1_epi8(1));
+        u.q[k][m] = _mm512_mask_add_epi8(c, _mm512_test_epi8_mask(x, hi), c, _mm512_set1_epi8(2));
+      }
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+};
+
+// tq2_0 / tq1_0 (q8_K activations): the block's one integer sum over 256 weights, 64
+// activation dwords, in eight chunks; float(s) * (dw * da) and float(s) * (da * dw).
+// The codes are unpacked chunk by chunk from each row's bytes put in lanes once per block.
+
+// tq2_0: weight 128h + 32k + m is bits 2k .. 2k+1 of qs[32h + m] (code c, w = c - 1):
+// activation dword 32h + 8k + j is field k of qs dword 8h + j, the same field in each byte.
+struct tq2_0 {
+  using W = formats::tq2_0;
+  static constexpr int off = 1, parts = 1, part_dwords = 64;
+  static constexpr bool affine = false;
+  struct rows {
+    __m512i x[16];  // lane r: qs dword p of row r
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs + 32 * h;
+      rows_x8(p, u.x + 8 * h);
+    }
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static void chunk(const rows& u, int j, __m512i* q) {  // activation dwords 8j .. 8j+7
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      q[k] = _mm512_and_si512(_mm512_srli_epi16(u.x[8 * (j / 4) + k], 2 * (j % 4)), _mm512_set1_epi8(3));
+  }
+  // float(s) * (da * dw)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(da, u.d)); }
+};
+
+// tq1_0: trit k of a byte b is floor(3 x / 256) for x = b * 3^k mod 256 (formats'
+// detail::trit), here 1 for x >= 86 and 2 for x >= 171; w = t - 1. Activation dword J:
+// J < 40: trit J / 8 of qs dword J % 8; J < 60: trit (J - 40) / 4 of qs dword
+// 8 + (J - 40) % 4; else trit J - 60 of the qh word.
+struct tq1_0 {
+  using W = formats::tq1_0;
+  static constexpr int off = 1, parts = 1, part_dwords = 64;
+  static constexpr bool affine = false;
+  struct rows {
+    __m512i x[13];  // lane r: qs dwords 0 .. 11 of row r, then its qh word
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
+    rows_x8(p, u.x);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs + 32;
+    rows_x4(p, u.x + 8);
+    u.x[12] = dword_rows<offsetof(W::block, qh)>(w, i);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static __m512i trit(__m512i b, int k) {
+    for (int e = 0; e < k; ++e) b = _mm512_add_epi8(b, _mm512_add_epi8(b, b));  // * 3, mod 256
+    const __m512i one = _mm512_set1_epi8(1);
+    const __m512i t = _mm512_maskz_mov_epi8(_mm512_cmpge_epu8_mask(b, _mm512_set1_epi8(86)), one);
+    return _mm512_mask_add_epi8(t, _mm512_cmpge_epu8_mask(b, _mm512_set1_epi8(static_cast<char>(171))), t, one);
+  }
+  static void chunk(const rows& u, int j, __m512i* q) {  // activation dwords 8j .. 8j+7
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const int J = 8 * j + k;
+      q[k] = J < 40 ? trit(u.x[J % 8], J / 8) : J < 60 ? trit(u.x[8 + (J - 40) % 4], (J - 40) / 4) : trit(u.x[12], J - 60);
+    }
+  }
+  // float(s) * (dw * da)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
+};
+
+// ---- the tile ----------------------------------------------------------------------------
+
+// Facts of format F's parts: activation blocks per weight block, parts per activation
+// block, and the bytes of a part.
+template <class F>
+struct part_layout {
+  using A = typename F::W::dot_type;
+  static constexpr int per = F::W::block_size / A::block_size;
+  static constexpr int halves = F::parts / per;
+  static constexpr int bytes = A::block_size / halves;
+};
+
+// Per column, for the activation blocks i0 .. i0+m-1 (m <= 16): each block's da, and per
+// part -off * its byte sum, and for the affine formats da * float(byte sum). Sums are
+// exact int32.
+template <class F, int C>
+struct column_terms {
+  using L = part_layout<F>;
+  alignas(64) float da[C][16];
+  alignas(64) float dsa[C][16];
+  alignas(64) std::int32_t start[C][32];
+
+  void fill(const typename F::W::dot_type::block* const* a, std::int64_t i0, int m) {
+    using ablock = typename F::W::dot_type::block;
+    for (int c = 0; c < C; ++c) {
+      const ablock* y = a[c] + i0;
+      if constexpr (L::A::block_size == qk_k) {  // q8_K: float d, one part per block
+        for (int l = 0; l < m; ++l) {
+          __m512i v = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) v = _mm512_dpbusd_epi32(v, _mm512_set1_epi8(1), load(y[l].qs + 64 * k));
+          da[c][l] = y[l].d;
+          start[c][l] = -F::off * _mm512_reduce_add_epi32(v);
+        }
+        continue;
+      } else if (m < 16) {
+        for (int l = 0; l < m; ++l) {
+          da[c][l] = half_to_f32(y[l].d);
+          int all = 0;
+          for (int h = 0; h < L::halves; ++h) {
+            int s = 0;
+            for (int j = 0; j < L::bytes; ++j) s += y[l].qs[L::bytes * h + j];
+            start[c][L::halves * l + h] = -F::off * s;
+            all += s;
+          }
+          dsa[c][l] = da[c][l] * static_cast<float>(all);
+        }
+        continue;
+      } else {
+        const __m512 d = f16x16<sizeof(ablock)>(&y[0].d);
+        _mm512_store_ps(da[c], d);
+        __m512i v[8];  // v[k]: four-byte sums of blocks 2k, 2k+1; 128-bit lane q is half q % 2 of block 2k + q / 2
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k)
+          v[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), load2x32(y[2 * k].qs, y[2 * k + 1].qs));
+        if constexpr (L::halves == 1) {
+          const __m512i s = block_sums16(v);
+          _mm512_store_si512(start[c], _mm512_mullo_epi32(s, _mm512_set1_epi32(-F::off)));
+          if constexpr (F::affine) _mm512_store_ps(dsa[c], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
+        } else {
+#pragma GCC unroll 2
+          for (int g = 0; g < 2; ++g) {  // lane 4q + j: the total of 128-bit lane q of v[4g + j]
+            const __m512i x0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[4 * g], v[4 * g + 1]),
+                                                _mm512_unpackhi_epi32(v[4 * g], v[4 * g + 1]));
+            const __m512i x1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[4 * g + 2], v[4 * g + 3]),
+                                                _mm512_unpackhi_epi32(v[4 * g + 2], v[4 * g + 3]));
+            const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(x0, x1), _mm512_unpackhi_epi64(x0, x1));
+            const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+            _mm512_store_si512(start[c] + 16 * g,
+                               _mm512_mullo_epi32(_mm512_permutexvar_epi32(order, t), _mm512_set1_epi32(-F::off)));
+          }
+        }
+      }
+    }
+  }
+};
+
+// out[c][r] = the row dot of w[r] and a[c], r < 16, c < C. A part's dwords go eight at a
+// time (a chunk: eight code vectors held while every column takes them), each column's
+// integer sum running on across the chunks.
+template <class F, int C>
+inline void tile(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
+                 float (*out)[kRows]) {
+  using L = part_layout<F>;
+  constexpr int cd = F::part_dwords < 8 ? F::part_dwords : 8, chunks = F::part_dwords / cd;
+  const std::int64_t na = n / L::A::block_size;
+  __m512 sum[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) sum[c] = _mm512_setzero_ps();
+  column_terms<F, C> ct;
+  for (std::int64_t i0 = 0; i0 < na; i0 += 16) {
+    const int m = na - i0 < 16 ? static_cast<int>(na - i0) : 16;
+    ct.fill(a, i0, m);
+    for (int l = 0; l < m / L::per; ++l) {
+      const std::int64_t i = i0 / L::per + l;
+      typename F::rows u;
+      F::load(w, i, u);
+      // the activation dwords of part p, chunk j, column c
+      auto y = [&](int c, int p, int j) {
+        return reinterpret_cast<const unsigned char*>(a[c][i * L::per + p / L::halves].qs) + L::bytes * (p % L::halves) +
+               4 * cd * j;
+      };
+      auto start = [&](int c, int p) {
+        return F::off != 0 ? _mm512_set1_epi32(ct.start[c][F::parts * l + p]) : _mm512_setzero_si512();
+      };
+      auto madd = [&](__m512i acc, const __m512i* q, const unsigned char* yc) {
+#pragma GCC unroll 8
+        for (int k = 0; k < cd; ++k) {
+          std::int32_t yk;
+          std::memcpy(&yk, yc + 4 * k, 4);
+          acc = _mm512_dpbusd_epi32(acc, q[k], _mm512_set1_epi32(yk));
+        }
+        return acc;
+      };
+      if constexpr (chunks > 1) {  // one part; each column's sum runs on across the chunks
+        __m512i acc[C];
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[c] = start(c, 0);
+#pragma GCC unroll 8
+        for (int j = 0; j < chunks; ++j) {
+          __m512i q[cd];
+          F::chunk(u, j, q);
+#pragma GCC unroll 8
+          for (int c = 0; c < C; ++c) acc[c] = madd(acc[c], q, y(c, 0, j));
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+          sum[c] = _mm512_add_ps(sum[c], F::term(_mm512_cvtepi32_ps(acc[c]), u, _mm512_set1_ps(ct.da[c][l]),
+                                                 _mm512_set1_ps(ct.dsa[c][l])));
+      } else if constexpr (F::parts == 1) {
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+          const __m512 s = _mm512_cvtepi32_ps(madd(start(c, 0), u.q[0], y(c, 0, 0)));
+          sum[c] = _mm512_add_ps(sum[c], F::term(s, u, _mm512_set1_ps(ct.da[c][l]), _mm512_set1_ps(ct.dsa[c][l])));
+        }
+      } else {
+        __m512 b[C];
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) b[c] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (int p = 0; p < F::parts; ++p)
+#pragma GCC unroll 8
+          for (int c = 0; c < C; ++c) {
+            const __m512 s = _mm512_cvtepi32_ps(madd(start(c, p), u.q[p], y(c, p, 0)));
+            b[c] = _mm512_add_ps(b[c], F::part_term(s, u, p, _mm512_set1_ps(ct.da[c][L::per * l + p / L::halves])));
+          }
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) sum[c] = _mm512_add_ps(sum[c], F::finish(b[c], u));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c], sum[c]);
+}
+
+// Any R x C with R <= 16: rows past R repeat row 0 (their lanes are computed and
+// dropped), columns go eight at a time.
+template <class F>
+struct runner {
+  using wblock = typename F::W::block;
+  using ablock = typename F::W::dot_type::block;
+  template <int R, int C>
+  static void run(const wblock* const* w, const ablock* const* a, std::int64_t n, float* out) {
+    static_assert(R >= 1 && R <= kRows, "a legacy tile holds at most 16 weight rows");
+    const wblock* rows[kRows];
+    for (int r = 0; r < kRows; ++r) rows[r] = w[r < R ? r : 0];
+    constexpr int cb = C < 8 ? C : 8;
+    float o[cb][kRows];
+    for (int c0 = 0; c0 < C; c0 += cb) {
+      if (C - c0 >= cb) {
+        tile<F, cb>(rows, a + c0, n, o);
+        for (int c = 0; c < cb; ++c)
+          for (int r = 0; r < R; ++r) out[r * C + c0 + c] = o[c][r];
+      } else {
+        for (int c = c0; c < C; ++c) {
+          tile<F, 1>(rows, a + c, n, o);
+          for (int r = 0; r < R; ++r) out[r * C + c] = o[0][r];
+        }
+      }
+    }
+  }
+};
+
+}  // namespace gk::simd::avx512_legacy_tile
+
+namespace gk {
+
+#define GK_AVX512_LEGACY_TILE(fmt)                                                                                 \
+  template <>                                                                                                      \
+  struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
+    static constexpr bool specialised = true;                                                                      \
+    static constexpr int rows = simd::avx512_legacy_tile::kRows, cols = 8;                                          \
+    template <int R, int C>                                                                                        \
+    static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
+                    std::int64_t n, float* out) {                                                                  \
+      simd::avx512_legacy_tile::runner<simd::avx512_legacy_tile::fmt>::run<R, C>(w, a, n, out);                    \
+    }                                                                                                              \
+  };
+
+GK_AVX512_LEGACY_TILE(q8_0)
+GK_AVX512_LEGACY_TILE(q4_0)
+GK_AVX512_LEGACY_TILE(q5_0)
+GK_AVX512_LEGACY_TILE(q4_1)
+GK_AVX512_LEGACY_TILE(q5_1)
+GK_AVX512_LEGACY_TILE(mxfp4)
+GK_AVX512_LEGACY_TILE(nvfp4)
+GK_AVX512_LEGACY_TILE(q1_0)
+GK_AVX512_LEGACY_TILE(q2_0)
+GK_AVX512_LEGACY_TILE(tq1_0)
+GK_AVX512_LEGACY_TILE(tq2_0)
+
+#undef GK_AVX512_LEGACY_TILE
+
+}  // namespace gk
+
+GK_EXACT_FP_END
+
+#endif
