@@ -184,21 +184,22 @@ TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control
   CHECK(mismatches<gk::formats::q4_0>(&swapped_tile<gk::formats::q4_0>) > 0);
   CHECK(mismatches<gk::formats::iq2_xxs>(&swapped_tile<gk::formats::iq2_xxs>, 8) > 0);
   CHECK(mismatches<gk::formats::q4_K>(&swapped_tile<gk::formats::q4_K>, 8) > 0);
+  CHECK(mismatches<gk::formats::q5_K>(&swapped_tile<gk::formats::q5_K>, 8) > 0);
   CHECK(mismatches<gk::formats::f16>(&swapped_tile<gk::formats::f16>, 8) > 0);
   CHECK(mismatches<gk::formats::f32>(&swapped_tile<gk::formats::f32>, 8) > 0);
-  CHECK(mismatches<gk::formats::iq4_nl>(&swapped_tile<gk::formats::iq4_nl>, 8) > 0);
-  CHECK(mismatches<gk::formats::iq4_xs>(&swapped_tile<gk::formats::iq4_xs>, 8) > 0);
   // the tiles of avx512/dot_tile_legacy.hpp (q4_0's above)
   CHECK(mismatches<gk::formats::q8_0>(&swapped_tile<gk::formats::q8_0>, 8) > 0);
   CHECK(mismatches<gk::formats::q5_0>(&swapped_tile<gk::formats::q5_0>, 8) > 0);
   CHECK(mismatches<gk::formats::q4_1>(&swapped_tile<gk::formats::q4_1>, 8) > 0);
   CHECK(mismatches<gk::formats::q5_1>(&swapped_tile<gk::formats::q5_1>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq4_nl>(&swapped_tile<gk::formats::iq4_nl>, 8) > 0);
   CHECK(mismatches<gk::formats::mxfp4>(&swapped_tile<gk::formats::mxfp4>, 8) > 0);
   CHECK(mismatches<gk::formats::nvfp4>(&swapped_tile<gk::formats::nvfp4>, 8) > 0);
   CHECK(mismatches<gk::formats::q1_0>(&swapped_tile<gk::formats::q1_0>, 8) > 0);
   CHECK(mismatches<gk::formats::q2_0>(&swapped_tile<gk::formats::q2_0>, 8) > 0);
   CHECK(mismatches<gk::formats::tq1_0>(&swapped_tile<gk::formats::tq1_0>, 8) > 0);
   CHECK(mismatches<gk::formats::tq2_0>(&swapped_tile<gk::formats::tq2_0>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq4_xs>(&swapped_tile<gk::formats::iq4_xs>, 8) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {

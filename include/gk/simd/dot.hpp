@@ -64,6 +64,6 @@ struct dot_tile {
 #include "gk/simd/neon/dot_low.hpp"
 #include "gk/simd/avx512/dot_tile.hpp"
 #include "gk/simd/avx512/dot_tile_float.hpp"
-#include "gk/simd/avx512/dot_tile_iq4.hpp"
+#include "gk/simd/avx512/dot_tile_kq16.hpp"
 #include "gk/simd/avx512/dot_tile_legacy.hpp"
 #include "gk/simd/avx2/dot_tile_float.hpp"

@@ -19,16 +19,16 @@
 // pmaddubsw(a + 128, w) pairs are at most 2 * 255 * 64 = 32640 in magnitude for |w| <= 64
 // (no saturation); vpdpwssd applies the int16 sub-block scale (|sc| <= 128) into int32:
 // a block's total is within 256 * 255 * 64 * 128 < 2^31. Any activation byte works,
-// -128 included. Formats whose codes are unsigned and at most 31 (q2_K, q4_K, q5_K) skip
-// the bias: pmaddubsw(code, a) directly. Each accumulator holds two dots (32 weights of
+// -128 included. Formats whose codes are unsigned and at most 31 (q2_K) skip the bias:
+// pmaddubsw(code, a) directly. Each accumulator holds two dots (32 weights of
 // each in its halves), so a block's 16 totals come out of one transpose-and-add
-// (block_sums16); the bsums terms (q2_K, q4_K, q5_K, iq1_s, whose definitions read
-// bsums) the same way.
+// (block_sums16); the bsums terms (q2_K, iq1_s, whose definitions read bsums) the same way.
 //
 // Shape: 2 rows x 8 columns (the matmul's whole panel) for every format here. Measured
 // one thread, 4096-wide rows, L1/L2-resident, GFLOP/s tile vs row-by-row: iq2_xxs 83 vs 20,
 // q4_K 167 vs 63 (4 x 4: 122), q6_K 173 vs 79 (4 x 4: 127): the unpack is the costly part,
-// so it is shared by as many columns as the panel holds.
+// so it is shared by as many columns as the panel holds. (q4_K and q5_K have since moved to
+// the 16-row tiles of avx512/dot_tile_kq16.hpp.)
 // Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
 #pragma once
 
@@ -90,8 +90,6 @@ inline void set_s16(unpacked& u, __m128i bytes16, bool is_signed) {
   const __m256i w = is_signed ? _mm256_cvtepi8_epi16(bytes16) : _mm256_cvtepu8_epi16(bytes16);
   _mm256_store_si256(reinterpret_cast<__m256i*>(u.s16), w);
 }
-// eight per-32-weight values (bytes 0-7), each for two 16-weight groups
-inline __m128i dup_bytes8(__m128i v) { return _mm_unpacklo_epi8(v, v); }
 
 // p in bytes 0-31, q in 32-63 (as avx512_ops::load2x32; zero-extending, which GCC 12 does
 // not warn about)
@@ -381,56 +379,6 @@ struct iq1_m {
   }
 };
 
-// q4_K / q5_K codes of weights 64c .. 64c+63: low nibbles of qs[32c ..] then high ones
-inline __m512i k4_codes(const std::uint8_t* qs, int c) {
-  const __m512i sh = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  return _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(load256(qs + 32 * c)), sh), _mm512_set1_epi8(0x0f));
-}
-
-template <class W>
-inline void k45_scales(const typename W::block& b, unpacked& u) {
-  const __m128i sm = avx2_ops::scales_mins_k4(b.scales);  // bytes 0-7 scales, 8-15 mins
-  set_s16(u, dup_bytes8(sm), false);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(u.m16), _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)));
-  u.f0 = to_f32(b.d);
-  u.f1 = to_f32(b.dmin);
-}
-// to_f32(w.d) * a.d * float(sum_q) - to_f32(w.dmin) * a.d * float(sum_m)
-inline __m512 k45_combine(__m512 f0, __m512 f1, __m512 da, __m512i q, __m512i m) {
-  return _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(f0, da), cvt(q)), _mm512_mul_ps(_mm512_mul_ps(f1, da), cvt(m)));
-}
-
-struct q4_K {
-  using block = formats::q4_K::block;
-  static constexpr int rows = 2, cols = 8;
-  static constexpr bool has_mins = true;
-  static constexpr bool unsigned_codes = true;  // codes 0..31
-  static void unpack(const block& b, unpacked& u) {
-    for (int c = 0; c < 4; ++c) _mm512_store_si512(u.q + 64 * c, k4_codes(b.qs, c));
-    k45_scales<formats::q4_K>(b, u);
-  }
-  static __m512 combine(__m512 f0, __m512 f1, __m512 da, __m512i q, __m512i m) { return k45_combine(f0, f1, da, q, m); }
-};
-
-struct q5_K {
-  using block = formats::q5_K::block;
-  static constexpr int rows = 2, cols = 8;
-  static constexpr bool has_mins = true;
-  static constexpr bool unsigned_codes = true;  // codes 0..31
-  static void unpack(const block& b, unpacked& u) {
-    const __m512i qh = _mm512_broadcast_i64x4(load256(b.qh));
-    const __m512i half_word = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
-    for (int c = 0; c < 4; ++c) {
-      // fifth bit: bit 2c of qh[l] for weight 64c + l, bit 2c+1 for 64c + 32 + l
-      const __m512i hb = _mm512_srlv_epi16(qh, _mm512_add_epi16(half_word, _mm512_set1_epi16(static_cast<short>(2 * c))));
-      const __m512i top = _mm512_and_si512(_mm512_slli_epi16(hb, 4), _mm512_set1_epi8(16));
-      _mm512_store_si512(u.q + 64 * c, _mm512_or_si512(k4_codes(b.qs, c), top));
-    }
-    k45_scales<formats::q5_K>(b, u);
-  }
-  static __m512 combine(__m512 f0, __m512 f1, __m512 da, __m512i q, __m512i m) { return k45_combine(f0, f1, da, q, m); }
-};
-
 struct q6_K {
   using block = formats::q6_K::block;
   static constexpr int rows = 2, cols = 8;
@@ -562,8 +510,6 @@ GK_AVX512_K_TILE(iq1_s)
 GK_AVX512_K_TILE(iq1_m)
 GK_AVX512_K_TILE(q2_K)
 GK_AVX512_K_TILE(q3_K)
-GK_AVX512_K_TILE(q4_K)
-GK_AVX512_K_TILE(q5_K)
 GK_AVX512_K_TILE(q6_K)
 
 #undef GK_AVX512_K_TILE

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// AVX-512 VNNI tiles of the small-block formats q8_0, q4_0, q5_0, q4_1, q5_1, mxfp4, nvfp4,
-// q1_0, q2_0 (q8_0 / q8_1 activations) and tq1_0, tq2_0 (q8_K): sixteen weight rows by C
-// activation columns, one weight row per 32-bit lane.
+// AVX-512 VNNI tiles of the small-block formats q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl, mxfp4,
+// nvfp4, q1_0, q2_0 (q8_0 / q8_1 activations) and tq1_0, tq2_0, iq4_xs (q8_K): sixteen
+// weight rows by C activation columns, one weight row per 32-bit lane.
 //
 // The idea: for one block index, the sixteen rows' weights are unpacked into vectors in
 // which vector k holds, in lane r, the four weights of row r that meet activation dword k
@@ -13,11 +13,13 @@
 //
 // Integer part, exact for every byte: vpdpbusd multiplies unsigned by signed bytes (four
 // products into int32, none saturating), so weights become unsigned codes u = w + off
-// (q8_0: w ^ 0x80 = w + 128; q4_0, q5_0: the stored code, off 8 and 16; fp4: doubled
-// e2m1 value + 12; q1_0: 2 * bit, q2_0 and the ternaries: the code, off 1) and each
-// integer sum starts at -off * sum(a) over its activation bytes, computed once per
-// column and block. q4_1 / q5_1 codes are unsigned already; their definitions read
-// sum(a) as such. Float part: each term is formed lane-wise with the definition's
+// (q8_0: w ^ 0x80 = w + 128; q4_0, q5_0: the stored code, off 8 and 16; iq4_nl, iq4_xs:
+// codebook value + 128; fp4: doubled e2m1 value + 12; q1_0: 2 * bit, q2_0 and the
+// ternaries: the code, off 1) and each integer sum starts at -off * sum(a) over its
+// activation bytes, computed once per column and block. q4_1 / q5_1 codes are unsigned
+// already; their definitions read sum(a) as such. iq4_xs: each 32-weight group's sum
+// times the group's integer scale, per lane, the products summed as integers as its
+// definition does. Float part: each term is formed lane-wise with the definition's
 // operations in its order (nvfp4, q1_0, q2_0: a block's part terms summed from 0 in
 // part order first), and added to the column's running sum block by block, as the
 // definition's sum runs; so every output is the row dot's bits.
@@ -25,9 +27,10 @@
 // Shape 16 x 8: the matmul's whole tile (16 rows, an 8-column panel) in one call. Measured
 // one thread, 4096-wide rows, 64 weight rows by 8 columns (L2-resident), GFLOP/s:
 // q4_0 / q8_0 / q5_0 / mxfp4 rows 57 / 62 / 40 / 43, 16 x 8 about 360 / 355 / 315 / 370,
-// 16 x 4 290 / 260 / 220 / 285. The layouts tried first, one block per lane (as
-// dot_tile_iq4.hpp: a reduction and a 16 x 16 transpose per dot), reached 130 / 140 for
-// q5_0 / mxfp4 at 2 x 8 and 185 / 215 at 8 x 8.
+// 16 x 4 290 / 260 / 220 / 285. The layouts tried first, one block per lane (a reduction
+// and a 16 x 16 transpose per dot), reached 130 / 140 for q5_0 / mxfp4 at 2 x 8 and
+// 185 / 215 at 8 x 8; iq4_nl's and iq4_xs's 2 x 8 tiles of that kind 137 and 211, where
+// iq4_xs at 16 x 8 runs about 310.
 // Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
 #pragma once
 
@@ -43,6 +46,7 @@
 
 #include "gk/core/exact_fp.hpp"
 #include "gk/formats/fp4.hpp"
+#include "gk/formats/iq4.hpp"
 #include "gk/formats/legacy.hpp"
 #include "gk/formats/ternary.hpp"
 #include "gk/simd/avx512/dot.hpp"
@@ -257,6 +261,28 @@ struct q5_1 : affine_part<formats::q5_1> {
   }
 };
 
+// iq4_nl: the code indexes kvalues_iq4nl (-127 .. 113); u = value + 128 (1 .. 241) by a
+// pshufb on the biased codebook. float(s) * (dw * da)
+struct iq4_nl : one_part<formats::iq4_nl, 128> {
+  struct rows {
+    __m512i q[1][8];
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    static constexpr auto biased = [] {
+      std::array<std::uint8_t, 16> t{};
+      for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
+      return t;
+    }();
+    const __m512i table = _mm512_broadcast_i32x4(load128(biased.data()));
+    nibbles(w, i, u.q[0]);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_shuffle_epi8(table, u.q[0][k]);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
+};
+
 // doubled e2m1 values + 12 (0 .. 24) as a pshufb table, from the format's own fp4_doubled
 inline __m512i fp4_codes() {
   static constexpr auto table = [] {
@@ -465,10 +491,71 @@ struct tq1_0 {
   static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
 };
 
+// iq4_xs (q8_K): eight 32-weight groups, group g's codes the 16 bytes qs[16g ..] packed
+// as iq4_nl's, u = value + 128; the group's integer sum times its integer scale ls - 32
+// (per lane, vpmulld), the eight products summed as integers as the definition does (all
+// exact int32); then dw * da * float(total).
+struct iq4_xs {
+  using W = formats::iq4_xs;
+  static constexpr int off = 128, parts = 1, part_dwords = 64, groups = 8;
+  static constexpr bool affine = false;
+  struct rows {
+    const std::uint8_t* p[kRows];
+    __m512i sc[8];  // group scales ls - 32, lane r
+    __m512i table;
+    __m512 d;
+  };
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    static constexpr auto biased = [] {
+      std::array<std::uint8_t, 16> t{};
+      for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
+      return t;
+    }();
+    u.table = _mm512_broadcast_i32x4(load128(biased.data()));
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) u.p[r] = w[r][i].qs;
+    // ls of group g: bits 4g .. 4g+3 of the scales_l dword, bits 2g, 2g+1 of scales_h on top
+    const __m512i lo = dword_rows<offsetof(W::block, scales_l)>(w, i);
+    const __m512i hi = _mm512_srli_epi32(dword_rows<offsetof(W::block, d)>(w, i), 16);
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g)
+      u.sc[g] = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(lo, 4 * g), _mm512_set1_epi32(0xf)),
+                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hi, 2 * g), _mm512_set1_epi32(3)), 4)),
+          _mm512_set1_epi32(32));
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static void chunk(const rows& u, int j, __m512i* q) {  // group j: activation dwords 8j .. 8j+7
+    const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) p[r] = u.p[r] + 16 * j;
+    __m512i d[4];
+    rows_x4(p, d);
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      q[k] = _mm512_shuffle_epi8(u.table, _mm512_and_si512(d[k], low4));
+      q[4 + k] = _mm512_shuffle_epi8(u.table, _mm512_and_si512(_mm512_srli_epi16(d[k], 4), low4));
+    }
+  }
+  static __m512i scale(const rows& u, int j) { return u.sc[j]; }
+  // dw * da * float(total)
+  static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(u.d, da), s); }
+};
+
 // ---- the tile ----------------------------------------------------------------------------
 
 // Facts of format F's parts: activation blocks per weight block, parts per activation
 // block, and the bytes of a part.
+// Integer groups of a one-part format whose chunks carry per-lane integer scales (1: none).
+template <class F>
+constexpr int int_groups() {
+  if constexpr (requires { F::groups; })
+    return F::groups;
+  else
+    return 1;
+}
+
 template <class F>
 struct part_layout {
   using A = typename F::W::dot_type;
@@ -485,7 +572,8 @@ struct column_terms {
   using L = part_layout<F>;
   alignas(64) float da[C][16];
   alignas(64) float dsa[C][16];
-  alignas(64) std::int32_t start[C][32];
+  static constexpr int G = int_groups<F>();
+  alignas(64) std::int32_t start[C][G > 2 ? 16 * G : 32];  // G > 1: per block and group
 
   void fill(const typename F::W::dot_type::block* const* a, std::int64_t i0, int m) {
     using ablock = typename F::W::dot_type::block;
@@ -493,11 +581,21 @@ struct column_terms {
       const ablock* y = a[c] + i0;
       if constexpr (L::A::block_size == qk_k) {  // q8_K: float d, one part per block
         for (int l = 0; l < m; ++l) {
-          __m512i v = _mm512_setzero_si512();
-#pragma GCC unroll 4
-          for (int k = 0; k < 4; ++k) v = _mm512_dpbusd_epi32(v, _mm512_set1_epi8(1), load(y[l].qs + 64 * k));
           da[c][l] = y[l].d;
-          start[c][l] = -F::off * _mm512_reduce_add_epi32(v);
+          if constexpr (G > 1) {  // groups of 256 / G bytes, here 32: two to a 64-byte load
+            static_assert(G == 8);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+              const __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), load(y[l].qs + 64 * k));
+              start[c][G * l + 2 * k] = -F::off * _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00ff, v));
+              start[c][G * l + 2 * k + 1] = -F::off * _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0xff00, v));
+            }
+          } else {
+            __m512i v = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) v = _mm512_dpbusd_epi32(v, _mm512_set1_epi8(1), load(y[l].qs + 64 * k));
+            start[c][l] = -F::off * _mm512_reduce_add_epi32(v);
+          }
         }
         continue;
       } else if (m < 16) {
@@ -550,6 +648,8 @@ inline void tile(const typename F::W::block* const* w, const typename F::W::dot_
                  float (*out)[kRows]) {
   using L = part_layout<F>;
   constexpr int cd = F::part_dwords < 8 ? F::part_dwords : 8, chunks = F::part_dwords / cd;
+  constexpr int G = int_groups<F>();
+  static_assert(G == 1 || G == chunks, "a scaled group is one chunk");
   const std::int64_t na = n / L::A::block_size;
   __m512 sum[C];
 #pragma GCC unroll 8
@@ -582,13 +682,21 @@ inline void tile(const typename F::W::block* const* w, const typename F::W::dot_
       if constexpr (chunks > 1) {  // one part; each column's sum runs on across the chunks
         __m512i acc[C];
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) acc[c] = start(c, 0);
+        for (int c = 0; c < C; ++c) acc[c] = G > 1 ? _mm512_setzero_si512() : start(c, 0);
 #pragma GCC unroll 8
         for (int j = 0; j < chunks; ++j) {
           __m512i q[cd];
           F::chunk(u, j, q);
+          if constexpr (G > 1) {  // total += scale_j * (group j's sum)
+            const __m512i sc = F::scale(u, j);
 #pragma GCC unroll 8
-          for (int c = 0; c < C; ++c) acc[c] = madd(acc[c], q, y(c, 0, j));
+            for (int c = 0; c < C; ++c)
+              acc[c] = _mm512_add_epi32(
+                  acc[c], _mm512_mullo_epi32(madd(_mm512_set1_epi32(ct.start[c][G * l + j]), q, y(c, 0, j)), sc));
+          } else {
+#pragma GCC unroll 8
+            for (int c = 0; c < C; ++c) acc[c] = madd(acc[c], q, y(c, 0, j));
+          }
         }
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
@@ -669,12 +777,14 @@ GK_AVX512_LEGACY_TILE(q4_0)
 GK_AVX512_LEGACY_TILE(q5_0)
 GK_AVX512_LEGACY_TILE(q4_1)
 GK_AVX512_LEGACY_TILE(q5_1)
+GK_AVX512_LEGACY_TILE(iq4_nl)
 GK_AVX512_LEGACY_TILE(mxfp4)
 GK_AVX512_LEGACY_TILE(nvfp4)
 GK_AVX512_LEGACY_TILE(q1_0)
 GK_AVX512_LEGACY_TILE(q2_0)
 GK_AVX512_LEGACY_TILE(tq1_0)
 GK_AVX512_LEGACY_TILE(tq2_0)
+GK_AVX512_LEGACY_TILE(iq4_xs)
 
 #undef GK_AVX512_LEGACY_TILE
 
