@@ -790,15 +790,6 @@ bool weight_format(type t) { return formats::visit(t, [](auto) {}); }
 
 // Raises a kernel's dynamic shared-memory limit once per device (a call costs about a
 // microsecond of host time, a whole node's worth at decode sizes).
-template <auto Kernel>
-void allow_smem(std::size_t bytes, int device) {
-  static std::atomic<std::uint64_t> done{0};
-  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
-  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
-  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
-
 template <class W, int NC>
 void launch_matvec(const mm_args& p, std::int64_t groups, exec& x) {
   if constexpr (fmt::is_float<W>) {
@@ -811,19 +802,19 @@ void launch_matvec(const mm_args& p, std::int64_t groups, exec& x) {
       return;
     }
     constexpr std::size_t smem = mv_smem<NC>();
-    allow_smem<matvec<W, NC>>(smem, x.props.device);
+    mv::allow_smem<matvec<W, NC>>(smem, x.props.device);
     const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
     matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
   } else if constexpr (mvq_smem<W, NC>() > mv_smem_limit) {
     // weights of many bytes per weight beside 8 columns: more shared memory than a block
     // may have on the smaller chips (sm_86/89/120: 99 KiB); decode from global instead
     constexpr std::size_t smem = mv_smem<NC>();
-    allow_smem<matvec<W, NC>>(smem, x.props.device);
+    mv::allow_smem<matvec<W, NC>>(smem, x.props.device);
     const dim3 grid(blocks_for(p.m, mv_rows<NC>()), grid_y(groups));
     matvec<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
   } else {
     constexpr std::size_t smem = mvq_smem<W, NC>();
-    allow_smem<matvec_q<W, NC>>(smem, x.props.device);
+    mv::allow_smem<matvec_q<W, NC>>(smem, x.props.device);
     const dim3 grid(blocks_for(p.m, mvq_rows), grid_y(groups));
     matvec_q<W, NC><<<grid, mv_threads, smem, x.stream>>>(p);
   }

@@ -4,6 +4,7 @@
 // cp.async wrappers, and the entry points of the dp4a mat-vec (matvec_q8.cu).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -73,6 +74,17 @@ __device__ __forceinline__ void copy_async_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
 #endif
+}
+
+// Raises a kernel's dynamic shared-memory limit once per device (the kernels of matmul.cu,
+// matvec_q8.cu and mmq.cu that take more than 48 KiB).
+template <auto Kernel>
+void allow_smem(std::size_t bytes, int device) {
+  static std::atomic<std::uint64_t> done{0};
+  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
+  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
+  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_relaxed);
 }
 
 inline unsigned grid_y(std::int64_t n) { return static_cast<unsigned>(n < 65535 ? (n > 0 ? n : 1) : 65535); }

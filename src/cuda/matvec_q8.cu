@@ -337,16 +337,6 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
 
 // ---- host side -------------------------------------------------------------------------------
 
-// Raises a kernel's dynamic shared-memory limit once per device.
-template <auto Kernel>
-void allow_smem(std::size_t bytes, int device) {
-  static std::atomic<std::uint64_t> done{0};
-  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
-  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
-  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
-
 template <class A>
 void launch_encode(const mm_args& p, char* out, const act_layout& l, bool cpu, std::int64_t col_stride,
                    cudaStream_t stream) {
@@ -392,7 +382,7 @@ void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups,
   }
   constexpr std::size_t smem = mq_smem<W>();
   static_assert(smem <= 99 * 1024, "matvec_q8: more shared memory than sm_86/89/120 give a block");
-  allow_smem<matvec_q8<W, NC>>(smem, x.props.device);
+  mv::allow_smem<matvec_q8<W, NC>>(smem, x.props.device);
   const dim3 grid(blocks_for(p.m, mq_rows), mv::grid_y(groups));
   matvec_q8<W, NC><<<grid, mq_threads, smem, x.stream>>>(p, a, g_plant);
   GK_CUDA_LAUNCHED();

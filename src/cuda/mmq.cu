@@ -336,20 +336,11 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
   }
 }
 
-template <auto Kernel>
-void allow_smem(std::size_t bytes, int device) {
-  static std::atomic<std::uint64_t> done{0};
-  const std::uint64_t bit = std::uint64_t{1} << (device & 63);
-  if (bytes <= 48 * 1024 || (done.load(std::memory_order_relaxed) & bit)) return;
-  GK_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done.fetch_or(bit, std::memory_order_relaxed);
-}
-
 template <class W>
 void run(const mm_args& p, const q8::act_cols& a, exec& x) {
   constexpr std::size_t smem = mmq_smem<W>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
-  allow_smem<matmul_mmq<W>>(smem, x.props.device);
+  mv::allow_smem<matmul_mmq<W>>(smem, x.props.device);
   const std::int64_t slabs = p.ncols / p.n;
   const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(slabs * ((p.n + mmq_bn<W> - 1) / mmq_bn<W>)));
   matmul_mmq<W><<<grid, mmq_threads, smem, x.stream>>>(p, a, g_plant);
