@@ -13,7 +13,8 @@
 //
 // Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, two
 // rounds alternating gk and the reference, best over rounds; a graph's time is divided by
-// its R matmuls. GK_BENCH_FORMATS=q4_0,q4_K restricts the formats. Reports, never fails.
+// its R matmuls. GK_BENCH_FORMATS=q4_0,q4_K restricts the formats, GK_BENCH_N=1 and
+// GK_BENCH_M=14336 the shapes. Reports, never fails.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -180,6 +181,8 @@ int main() {
   if (const char* b = std::getenv("GK_BENCH_BUDGET")) budget = std::atof(b);
   std::int64_t only_n = 0;  // GK_BENCH_N=1 or 512: only decode or only prompt
   if (const char* n = std::getenv("GK_BENCH_N")) only_n = std::atoll(n);
+  std::int64_t only_m = 0;  // GK_BENCH_M=4096 or 14336: one weight shape
+  if (const char* m = std::getenv("GK_BENCH_M")) only_m = std::atoll(m);
   std::vector<type> formats = {type::f16,  type::bf16,  type::q8_0,   type::q4_0,    type::q4_K,
                                type::q5_K, type::q6_K,  type::q2_K,   type::q3_K,    type::iq4_xs,
                                type::iq2_xxs, type::iq3_s, type::mxfp4, type::nvfp4};
@@ -209,6 +212,7 @@ int main() {
   std::fflush(stdout);
   for (type t : formats) {
     for (std::int64_t M : {std::int64_t{4096}, std::int64_t{14336}}) {
+      if (only_m > 0 && M != only_m) continue;
       const std::vector<unsigned char> wb = weight_bytes(t, M);
       for (std::int64_t N : {std::int64_t{1}, std::int64_t{512}}) {
         if (only_n > 0 && N != only_n) continue;

@@ -24,6 +24,14 @@
 //     runs 8 __dp4a. The chunks of one 256-weight block (8 lanes) add their integer sums by
 //     shuffles, and the block's first lane applies the float term. Per lane, the terms of
 //     its blocks are summed in f32; a warp shuffle tree ends the row.
+//   matvec_wide<W, R, PingPong> instead of matvec_q8 for one-column decode of q4_K, q5_K,
+//     q6_K, q2_K, q3_K and iq4_xs (matvec_wide.cuh): a lane takes two chunks that share
+//     code bytes and reads them once with the widest aligned loads, a persistent grid,
+//     the next task's weights loaded before the current one is dotted, and the first
+//     task's before the encoder has finished (programmatic dependent launch, sm_90+).
+//     Measured on the H200 (bench_cuda, N = 1, M = 14336, % of the copy bandwidth, chunk
+//     kernel -> wide): q4_K 23 -> 48, q5_K 22 -> 49, q6_K 32 -> 45, q2_K 18 -> 29, q3_K
+//     16 -> 24, iq4_xs 25 -> 35 (the reference: 37, 42, 35, 20, 17, 37).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +39,7 @@
 
 #include "matvec.cuh"
 #include "matvec_q8.cuh"
+#include "matvec_wide.cuh"
 
 namespace gk::cuda {
 
@@ -61,6 +70,22 @@ act_layout layout_of(std::int64_t kp) {
 
 // ---- encode_act --------------------------------------------------------------------------
 
+// Programmatic dependent launch (compute capability 9.0 and newer): the encoder lets the
+// mat-vec that follows it in the stream start before it ends; the mat-vec loads its first
+// weights (which no kernel still running writes: the encoder only writes the scratch
+// columns) and then waits for the encoder's grid to finish and its writes to be visible.
+// Elsewhere both are no-ops and the launches are plainly ordered.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 struct enc_args {
   mm_args p;              // columns: x_column(p, q), q < p.ncols, p.kp values each
   char* out;
@@ -74,6 +99,7 @@ constexpr int enc_warps = 4, enc_threads = 32 * enc_warps;
 
 template <class A>
 __global__ __launch_bounds__(enc_threads) void encode_act(enc_args e) {
+  pdl_launch_dependents();  // matvec_wide may start and fetch weights while this runs
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t nblk = e.p.kp / A::block_size;
   const std::int64_t blk = blockIdx.x * static_cast<std::int64_t>(enc_warps) + warp;
@@ -335,6 +361,127 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
   }
 }
 
+// ---- matvec_wide ----------------------------------------------------------------------------
+
+// One column per weight slab (decode) of a format with wide dots (matvec_wide.cuh), on rows
+// aligned as its loads need. 4 warps a block; a warp's work is a sequence of tasks (R rows,
+// one step of 8 blocks of each): lane l takes two chunks of block l / 4 of the step (lane
+// l % 4 of it) and loads their bytes once. The grid holds only as many blocks as are
+// resident at once, and a warp walks its row groups (grid-stride) and their steps as one
+// flat sequence, loading task t + 1's weight words before dotting task t (two register
+// buffers used in turn), so every warp keeps a task's loads in flight from start to end,
+// across row groups too. The first task's loads go out before pdl_wait, while the encoder
+// still runs. A block's 4 lanes add their parts by shuffles and its first lane adds the
+// term to its row's sum; at a row group's last step the lanes' sums meet in a warp tree,
+// as in matvec_q8.
+constexpr int mw_warps = 4, mw_threads = 32 * mw_warps;
+
+template <class W, int R, bool PingPong>
+__global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_cols a, int plant) {
+  using V = q8::wide<W>;
+  using Q = q8::q8dot<W>;
+  constexpr int L = V::lanes, G = 32 / L, NV = V::words, NP = Q::np;
+  constexpr int S = static_cast<int>(sizeof(typename W::block));
+  static_assert(W::block_size == 256 && L == 4);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int sub = lane % L, grp = lane / L;
+  const int nb = static_cast<int>(p.kp / W::block_size), steps = (nb + G - 1) / G;
+  const std::int64_t groups = (p.m + R - 1) / R;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * mw_warps;
+  const int dropped = plant == 2 ? nb - 1 : -1;  // the control's lost block
+  bool waited = false;
+  for (std::int64_t q = blockIdx.y; q < p.ncols; q += gridDim.y) {
+    const char* w;
+    float* y;
+    const bool ok = mv::column_of(p, q, w, y);
+    // task (g, s): row group g, step s; next() moves to the following task
+    std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * mw_warps + warp;
+    int s = 0;
+    // the weight vectors of task (tg, ts) into dst; rows past the end read the last row and
+    // a step's dead groups the row's first block (their sums are never used)
+    auto fetch = [&](std::int64_t tg, int ts, unsigned (&dst)[R][NV]) {
+      const int b = ts * G + grp;
+      const int bb = b < nb ? b : 0;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const std::int64_t row = tg * R + r < p.m ? tg * R + r : p.m - 1;
+        V::load(reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + bb * S, sub, dst[r]);
+      }
+    };
+    // two buffers used in turn (a copy from one to the other cost ~100 moves a task)
+    unsigned va[R][NV], vb[R][NV];
+    if (ok && g < groups) fetch(g, 0, va);
+    if (!waited) {
+      pdl_wait();
+      waited = true;
+    }
+    if (!ok) {  // an expert index out of range: NaN rows, as matvec_q8
+      for (std::int64_t row = g * R; row < p.m; row += stride * R)
+        for (int r = 0; r < R; ++r)
+          if (lane == 0 && row + r < p.m) y[row + r] = __int_as_float(0x7fc00000);
+      continue;
+    }
+    const q8::act_col ac{a.base + q * a.col_stride, a.d_off, a.bs_off};
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    // task (g, s) on cur, with the next task's loads into nxt before its arithmetic
+    auto task = [&](const unsigned (&cur)[R][NV], unsigned (&nxt)[R][NV]) {
+      const bool last = s + 1 == steps;
+      const std::int64_t ng = last ? g + stride : g;
+      const int ns = last ? 0 : s + 1;
+      if (ng < groups) fetch(ng, ns, nxt);
+      const int b = s * G + grp;
+      const bool live = b < nb;
+      const int bb = live ? b : 0;
+      int x[16];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int4 t = __ldg(reinterpret_cast<const int4*>(ac.c + 256 * static_cast<std::int64_t>(bb) +
+                                                           32 * V::chunk(sub, i / 2)) + i % 2);
+        x[4 * i] = t.x;
+        x[4 * i + 1] = t.y;
+        x[4 * i + 2] = t.z;
+        x[4 * i + 3] = t.w;
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        int pr[NP];
+        typename Q::wc h;
+        V::parts(cur[r], sub, x, ac, bb, pr, h);
+#pragma unroll
+        for (int o = 1; o < L; o <<= 1)
+#pragma unroll
+          for (int i = 0; i < NP; ++i) pr[i] += __shfl_xor_sync(0xffffffffu, pr[i], o);
+        if (live && sub == 0 && b != dropped) acc[r] += Q::term(h, ac, static_cast<std::int64_t>(bb) * Q::ch, pr);
+      }
+      if (last) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+          if (lane == r && g * R + r < p.m) y[g * R + r] = acc[r];
+          acc[r] = 0.0f;
+        }
+      }
+      g = ng;
+      s = ns;
+    };
+    while (g < groups) {
+      task(va, vb);
+      if constexpr (PingPong) {
+        if (g >= groups) break;
+        task(vb, va);
+      } else {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int i = 0; i < NV; ++i) va[r][i] = vb[r][i];
+      }
+    }
+  }
+}
+
 // ---- host side -------------------------------------------------------------------------------
 
 template <class A>
@@ -370,8 +517,52 @@ bool matvec_q8_direct() {
   return on;
 }
 
+// GK_CUDA_MQ_WIDE=0 keeps the chunk kernel for the formats with wide dots;
+// GK_CUDA_MQ_R=1|2 sets matvec_wide's rows a warp (default 2); GK_CUDA_PDL=0 launches
+// matvec_wide without programmatic dependent launch; GK_CUDA_MQ_PP=0 copies the next task's
+// buffer over the current one instead of using the two in turn. For measuring.
+int env_int(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::atoi(e) : fallback;
+}
+
+template <class W, int R, bool PingPong>
+void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
+  static const bool pdl = env_int("GK_CUDA_PDL", 1) != 0;
+  // as many blocks as fit on the device at once (per device: the count is the same for
+  // every device of one architecture, and a process rarely mixes them)
+  static std::atomic<int> resident{0};
+  int per_sm = resident.load(std::memory_order_relaxed);
+  if (per_sm == 0) {
+    GK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_wide<W, R, PingPong>, mw_threads, 0));
+    per_sm = per_sm > 0 ? per_sm : 1;
+    resident.store(per_sm, std::memory_order_relaxed);
+  }
+  const std::int64_t need = (p.m + mw_warps * R - 1) / (mw_warps * R);
+  const std::int64_t cap = static_cast<std::int64_t>(per_sm) * (x.props.sm_count > 0 ? x.props.sm_count : 1);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(need < cap ? need : cap), mv::grid_y(p.ncols));
+  cfg.blockDim = dim3(mw_threads);
+  cfg.stream = x.stream;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = pdl && x.props.cc >= 90 ? 1 : 0;
+  GK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_wide<W, R, PingPong>, p, a, g_plant));
+}
+
 template <class W, int NC>
 void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
+  if constexpr (NC == 1 && q8::has_wide<W>) {
+    static const int wide = env_int("GK_CUDA_MQ_WIDE", 1), rows = env_int("GK_CUDA_MQ_R", 2);
+    const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
+    if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % W::block_size == 0) {
+      static const bool pp = env_int("GK_CUDA_MQ_PP", 1) != 0;
+      if (rows == 1) return pp ? launch_wide<W, 1, true>(p, a, x) : launch_wide<W, 1, false>(p, a, x);
+      return pp ? launch_wide<W, 2, true>(p, a, x) : launch_wide<W, 2, false>(p, a, x);
+    }
+  }
   if constexpr (NC == 1) {
     if (matvec_q8_direct()) {
       const dim3 grid(blocks_for(p.m, mq_rows), mv::grid_y(groups));

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <tuple>
 #include <cstring>
@@ -76,6 +77,7 @@ inline const table_view<std::uint8_t> ksigns_iq2xs{gk::codebooks::ksigns_iq2xs};
 
 #define GK_Q8_HOST 1
 #include "../../src/cuda/matvec_q8.cuh"
+#include "../../src/cuda/matvec_wide.cuh"
 
 namespace {
 
@@ -90,20 +92,25 @@ struct q4_0_off_by_one : q8::q8dot<F::q4_0> {
   }
 };
 
+// Trial t's weights (some tiny) and activations (some large, some with zeros).
+void trial_values(int t, std::mt19937& rng, std::vector<float>& w, std::vector<float>& x) {
+  std::normal_distribution<float> g;
+  for (auto& v : w) v = g(rng) * (t % 3 == 0 ? 0.01f : 1.0f);
+  for (auto& v : x) v = g(rng) * (t % 5 == 0 ? 100.0f : 1.0f);
+  if (t % 7 == 1)
+    for (std::size_t i = 0; i < x.size(); i += 3) x[i] = 0.0f;
+}
+
 // Blocks whose device term differs from W::dot in bits (Q: the dot under test).
 template <class W, class Q = q8::q8dot<W>>
 int mismatches(int trials) {
   using A = typename W::dot_type;
   constexpr int B = W::block_size, S = sizeof(typename W::block), nblk = B / A::block_size;
   std::mt19937 rng(5 + static_cast<int>(W::id));
-  std::normal_distribution<float> g;
   int bad = 0;
   for (int t = 0; t < trials; ++t) {
     std::vector<float> w(B), x(B);
-    for (auto& v : w) v = g(rng) * (t % 3 == 0 ? 0.01f : 1.0f);
-    for (auto& v : x) v = g(rng) * (t % 5 == 0 ? 100.0f : 1.0f);
-    if (t % 7 == 1)
-      for (int i = 0; i < B; i += 3) x[i] = 0.0f;
+    trial_values(t, rng, w, x);
     typename W::block wb;
     W::encode(w.data(), wb, nullptr);
     std::vector<typename A::block> ab(nblk);
@@ -149,7 +156,97 @@ int mismatches(int trials) {
   return bad;
 }
 
+// the wide control's dot: q4_K with the two 16-byte halves of each lane's codes swapped
+struct q4_K_halves_swapped : q8::wide<F::q4_K> {
+  template <class A>
+  static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                    typename Q::wc& h) {
+    unsigned u[words];
+    for (int i = 0; i < words; ++i) u[i] = v[i];
+    for (int i = 0; i < 4; ++i) std::swap(u[at + i], u[at + 4 + i]);
+    q8::wide<F::q4_K>::parts(u, l, x, a, blk, p, h);
+  }
+};
+
+// Blocks whose wide-dot term (V's lanes' parts summed, q8dot<W>::term) differs from W::dot.
+template <class W, class V = q8::wide<W>>
+int wide_mismatches(int trials) {
+  using A = typename W::dot_type;
+  using Q = q8::q8dot<W>;
+  constexpr int B = W::block_size, S = sizeof(typename W::block);
+  static_assert(A::block_size == B, "wide dots are for the 256-weight formats");
+  std::mt19937 rng(11 + static_cast<int>(W::id));
+  int bad = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<float> w(B), x(B);
+    trial_values(t, rng, w, x);
+    typename W::block wb;
+    W::encode(w.data(), wb, nullptr);
+    if (t % 4 == 3) {  // any bits a file may hold, but finite scales
+      auto* bytes = reinterpret_cast<unsigned char*>(&wb);
+      for (int i = 4; i < S; ++i) bytes[i] = static_cast<unsigned char>(rng());
+    }
+    typename A::block ab;
+    gk::encode_row<A>(x.data(), &ab, B, nullptr);
+    const float want = W::dot(wb, &ab);
+    if (!std::isfinite(want)) continue;  // random bytes made a scale inf or NaN (NaN bits may differ)
+    std::vector<char> col(B + 4 + 32, 0);
+    std::memcpy(col.data(), ab.qs, B);
+    std::memcpy(col.data() + B, &ab.d, 4);
+    std::memcpy(col.data() + B + 4, ab.bsums, 32);
+    const q8::act_col ac{col.data(), B, B + 4};
+    // the block at every offset mod 16 its loads allow
+    for (int off = 0; off < 16; off += V::align) {
+      alignas(16) unsigned char buf[S + 32] = {};
+      std::memcpy(buf + off, &wb, S);
+      int total[Q::np] = {};
+      typename Q::wc lead{};
+      for (int l = 0; l < V::lanes; ++l) {
+        unsigned v[V::words];
+        V::load(buf + off, l, v);
+        int xw[16];
+        std::memcpy(xw, col.data() + 32 * V::chunk(l, 0), 32);
+        std::memcpy(xw + 8, col.data() + 32 * V::chunk(l, 1), 32);
+        int p[Q::np];
+        typename Q::wc h{};
+        V::parts(v, l, xw, ac, 0, p, h);
+        if (l == 0) lead = h;
+        for (int i = 0; i < Q::np; ++i) total[i] += p[i];
+      }
+      const float got = Q::term(lead, ac, 0, total);
+      if (std::memcmp(&got, &want, 4) != 0) {
+        if (bad < 3)
+          UNSCOPED_INFO(gk::name(W::id) << " trial " << t << " offset " << off << ": cpu " << want << ", wide dot " << got);
+        ++bad;
+      }
+    }
+  }
+  return bad;
+}
+
 }  // namespace
+
+TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
+  int served = 0;
+  std::apply(
+      [&](auto... w) {
+        (
+            [&]<class W>(W) {
+              if constexpr (q8::has_wide<W>) {
+                INFO("format " << gk::name(W::id));
+                CHECK(wide_mismatches<W>(200) == 0);
+                ++served;
+              }
+            }(w),
+            ...);
+      },
+      gk::formats::all{});
+  CHECK(served == 6);  // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs
+}
+
+TEST_CASE("matvec_wide block dots control: codes of the wrong half must fail", "[.control]") {
+  CHECK(wide_mismatches<F::q4_K, q4_K_halves_swapped>(50) == 0);
+}
 
 TEST_CASE("matvec_q8 block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
   int served = 0;

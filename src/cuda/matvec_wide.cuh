@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// Wide block dots for the decode mat-vec (matvec_q8.cu, matvec_wide): a lane takes two
+// 32-weight chunks of a 256-weight block (four lanes a block), chosen so that they share
+// their code bytes, and reads the bytes once, with the widest loads the block's alignment
+// allows (q4_K, q5_K: 16 bytes; iq4_xs: 8; q2_K: 4; q3_K, q6_K: any, by ld_words).
+//
+// Why: the chunk dots of matvec_q8.cuh take 32 weights a lane and read any alignment
+// (q8_0's 34-byte blocks): a field of 4 bytes costs two 4-byte loads and a funnel shift,
+// every lane re-reads its block's header, and chunks that share code bytes (q4_K's low and
+// high nibbles, q6_K's ql and qh, q2_K's four 2-bit planes) read them once each. Nsight
+// Compute on the H200 (decode, q4_K, 14336 x 4096): the chunk kernel ran 14.3 M warp
+// instructions, about 250 per 32 weights and row, and issued on 58% of cycles: bound by
+// instructions, not by memory. q4_K here: three 16-byte loads for 64 weights, both
+// sub-blocks' scales from the one header, two shuffle levels instead of three: 6.0 M.
+//
+// Exactness is the chunk dots': the integer parts are the same sums (in another order,
+// which integers do not see), and the term is q8dot<W>::term itself, on the same parts and
+// the same header values. So every block term equals the CPU's W::dot bit for bit
+// (tests/cuda/test_cuda_q8_dots.cpp checks it on the host, at every alignment the format
+// allows, as for the chunk dots).
+//
+// wide<W> interface:
+//   lanes          lanes a block (4: 64 weights each)
+//   words          4-byte words a lane loads per block
+//   align          the block alignment (bytes) load needs; the launch checks the weight
+//                  pointer and strides
+//   chunk(l, j)    the 32-weight chunk of the block that is lane l's j-th (j = 0, 1)
+//   load(b, l, v)  lane l's words of block b
+//   parts(v, l, x, a, blk, p, h)
+//                  x: the activation codes of chunk(l, 0) then chunk(l, 1), 16 words; a:
+//                  the column; blk: the block's index in the row; p: the lane's share of
+//                  q8dot<W>'s parts; h: the header values q8dot<W>::term reads
+// The term: q8dot<W>::term(h, a, blk * q8dot<W>::ch, summed parts).
+#pragma once
+
+#include <cstdint>
+#if defined(GK_Q8_HOST)
+#include <cstring>
+#endif
+
+#include "matvec_q8.cuh"
+
+namespace gk::cuda::q8 {
+
+GK_Q8_FN unsigned byte_at(unsigned w, int i) { return (w >> (8 * i)) & 0xffu; }
+
+// n words from b (16-byte aligned), as n / 4 16-byte loads
+template <int N>
+GK_Q8_FN void ld_vec16(const unsigned char* b, unsigned* o) {
+GK_Q8_UNROLL
+  for (int i = 0; i < N / 4; ++i) {
+#if defined(GK_Q8_HOST)
+    std::memcpy(o + 4 * i, b + 16 * i, 16);
+#else
+    const uint4 t = reinterpret_cast<const uint4*>(b)[i];
+    o[4 * i] = t.x;
+    o[4 * i + 1] = t.y;
+    o[4 * i + 2] = t.z;
+    o[4 * i + 3] = t.w;
+#endif
+  }
+}
+// n words from b (8-byte aligned), as n / 2 8-byte loads
+template <int N>
+GK_Q8_FN void ld_vec8(const unsigned char* b, unsigned* o) {
+GK_Q8_UNROLL
+  for (int i = 0; i < N / 2; ++i) {
+#if defined(GK_Q8_HOST)
+    std::memcpy(o + 2 * i, b + 8 * i, 8);
+#else
+    const uint2 t = reinterpret_cast<const uint2*>(b)[i];
+    o[2 * i] = t.x;
+    o[2 * i + 1] = t.y;
+#endif
+  }
+}
+// n words from b (4-byte aligned)
+template <int N>
+GK_Q8_FN void ld_vec4(const unsigned char* b, unsigned* o) {
+GK_Q8_UNROLL
+  for (int i = 0; i < N; ++i) {
+#if defined(GK_Q8_HOST)
+    std::memcpy(o + i, b + 4 * i, 4);
+#else
+    o[i] = reinterpret_cast<const unsigned*>(b)[i];
+#endif
+  }
+}
+
+template <class W>
+struct wide;  // none: the chunk kernel
+
+// q4_K / q5_K: lane l holds code bytes 32 l .. 32 l + 31, i.e. chunks 2 l (low nibbles)
+// and 2 l + 1 (high nibbles). Words: header (d, dmin, 12 scale bytes), [q5_K: qh], codes.
+template <bool Five>
+struct wide_k45 {
+  using Q = q8dot_k45<Five>;
+  static constexpr int lanes = 4, align = 16, words = Five ? 20 : 12, at = Five ? 12 : 4;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_vec16<4>(b, v);
+    if constexpr (Five) ld_vec16<8>(b + 16, v + 4);  // qh: bit c of byte i is weight 32 c + i's fifth bit
+    ld_vec16<8>(b + Q::qs_at + 32 * l, v + at);
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[0] & 0xffffu));
+    h.dmin = fmt::h2f(static_cast<std::uint16_t>(v[0] >> 16));
+    const unsigned s0 = v[1], s1 = v[2], s2 = v[3];
+    const short* bs = a.bsums(blk) + 4 * l;
+    int sp = 0, mp = 0;
+GK_Q8_UNROLL
+    for (int k = 0; k < 2; ++k) {
+      const int c = 2 * l + k;
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i) q[i] = (v[at + i] >> (4 * k)) & 0x0f0f0f0fu;
+      if constexpr (Five) {
+GK_Q8_UNROLL
+        for (int i = 0; i < 8; ++i) q[i] |= ((v[4 + i] >> c) & 0x01010101u) << 4;
+      }
+      // kquants.hpp's get_scale_min(c), without branching the four lanes apart
+      const int i = c & 3;
+      const unsigned b0 = byte_at(s0, i), b1 = byte_at(s1, i), b2 = byte_at(s2, i);
+      const bool low = c < 4;
+      const int sc = static_cast<int>(low ? (b0 & 63u) : ((b2 & 0xfu) | ((b0 >> 6) << 4)));
+      const int m = static_cast<int>(low ? (b1 & 63u) : ((b2 >> 4) | ((b1 >> 6) << 4)));
+      sp += sc * dot8(q, x + 8 * k, 0, 8);
+      mp += m * (bs[2 * k] + bs[2 * k + 1]);
+    }
+    p[0] = sp;
+    p[1] = mp;
+  }
+};
+template <>
+struct wide<F::q4_K> : wide_k45<false> {};
+template <>
+struct wide<F::q5_K> : wide_k45<true> {};
+
+// q6_K: lane l = 2 h + k (k = 0, 1) takes chunks 4 h + k (low nibbles of ql bytes
+// 64 h + 32 k ..) and 4 h + k + 2 (their high nibbles), both with the qh bytes 32 h ..
+// (bits 2 k and 2 k + 4). Words: ql 8, qh 8, the two chunks' scale pairs 2, d 1.
+template <>
+struct wide<F::q6_K> {
+  using Q = q8dot<F::q6_K>;
+  static constexpr int lanes = 4, align = 1, words = 19;
+  GK_Q8_FN static int chunk(int l, int j) { return 4 * (l >> 1) + (l & 1) + 2 * j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    const int h = l >> 1, k = l & 1;
+    ld_words<8>(b + 64 * h + 32 * k, *reinterpret_cast<unsigned(*)[8]>(v));
+    ld_words<8>(b + 128 + 32 * h, *reinterpret_cast<unsigned(*)[8]>(v + 8));
+    ld_words<2>(b + 192 + 8 * h + 2 * k, *reinterpret_cast<unsigned(*)[2]>(v + 16));
+    v[18] = ld_u32(b + 208);
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A&, std::int64_t, int* p,
+                                 typename Q::wc& h) {
+    const int k = l & 1;
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[18] & 0xffffu));
+    int sp = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int hs = 2 * k + 4 * j;
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i)
+        q[i] = __vsub4(((v[i] >> (4 * j)) & 0x0f0f0f0fu) | (((v[8 + i] >> hs) & 0x03030303u) << 4), 0x20202020u);
+      const unsigned sc = v[16 + j];
+      const int s0 = static_cast<int>(static_cast<std::int8_t>(sc & 0xffu));
+      const int s1 = static_cast<int>(static_cast<std::int8_t>((sc >> 8) & 0xffu));
+      sp += s0 * dot8(q, x + 8 * j, 0, 4) + s1 * dot8(q, x + 8 * j, 4, 4);
+    }
+    p[0] = sp;
+  }
+};
+
+// q2_K: lane l takes chunks 2 l, 2 l + 1: the 2-bit planes 2 (l % 2) and 2 (l % 2) + 1 of
+// code bytes 32 (l / 2) .., sub-blocks 4 l .. 4 l + 3 (scale bytes 4 l ..). Words: codes
+// 8, scales 1, d and dmin 1.
+template <>
+struct wide<F::q2_K> {
+  using Q = q8dot<F::q2_K>;
+  static constexpr int lanes = 4, align = 4, words = 10;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_vec4<8>(b + 16 + 32 * (l >> 1), v);
+    ld_vec4<1>(b + 4 * l, v + 8);
+    ld_vec4<1>(b + 80, v + 9);
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[9] & 0xffffu));
+    h.dmin = fmt::h2f(static_cast<std::uint16_t>(v[9] >> 16));
+    const short* bs = a.bsums(blk) + 4 * l;
+    int sp = 0, mp = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int sh = 2 * (2 * (l & 1) + j);
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i) q[i] = (v[i] >> sh) & 0x03030303u;
+      const int s0 = dot8(q, x + 8 * j, 0, 4), s1 = dot8(q, x + 8 * j, 4, 4);
+      const int sc0 = static_cast<int>(byte_at(v[8], 2 * j)), sc1 = static_cast<int>(byte_at(v[8], 2 * j + 1));
+      sp += (sc0 & 0xf) * s0 + (sc1 & 0xf) * s1;
+      mp += bs[2 * j] * (sc0 >> 4) + bs[2 * j + 1] * (sc1 >> 4);
+    }
+    p[0] = sp;
+    p[1] = mp;
+  }
+};
+
+// q3_K: lane l takes chunks 2 l, 2 l + 1 as q2_K, plus their third bits (bits 2 l, 2 l + 1
+// of hmask's 32 bytes) and their four 6-bit scales (12 scale bytes at 96). Words: codes 8,
+// hmask 8, scale bytes 3, d 1.
+template <>
+struct wide<F::q3_K> {
+  using Q = q8dot<F::q3_K>;
+  static constexpr int lanes = 4, align = 1, words = 20;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<8>(b + 32 + 32 * (l >> 1), *reinterpret_cast<unsigned(*)[8]>(v));
+    ld_words<8>(b, *reinterpret_cast<unsigned(*)[8]>(v + 8));
+    ld_words<3>(b + 96, *reinterpret_cast<unsigned(*)[3]>(v + 16));
+    v[19] = ld_u32(b + 108);
+  }
+  // q8dot<q3_K>::scale(b, j) from the 12 scale bytes in words s
+  GK_Q8_FN static int scale(const unsigned* s, int j) {
+    // word (j % 8) / 4 by selects: indexing s at run time would put it in local memory
+    const int li = j % 8;
+    const unsigned lo = byte_at(li < 4 ? s[0] : s[1], li % 4), hi = byte_at(s[2], j % 4);
+    const int low = static_cast<int>(j < 8 ? lo & 0xF : lo >> 4);
+    const int high = static_cast<int>((hi >> (2 * (j / 4))) & 3);
+    return (low | (high << 4)) - 32;
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A&, std::int64_t, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[19] & 0xffffu));
+    int sp = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int c = 2 * l + j, sh = 2 * (c % 4);
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i)
+        q[i] = __vsub4(((v[i] >> sh) & 0x03030303u) | (((v[8 + i] >> c) & 0x01010101u) << 2), 0x04040404u);
+      sp += scale(v + 16, 2 * c) * dot8(q, x + 8 * j, 0, 4) + scale(v + 16, 2 * c + 1) * dot8(q, x + 8 * j, 4, 4);
+    }
+    p[0] = sp;
+  }
+};
+
+// iq4_xs: lane l takes groups 2 l, 2 l + 1 (code bytes 8 + 32 l ..). Words: header (d,
+// scales_h, the four scales_l bytes) 2, codes 8.
+template <>
+struct wide<F::iq4_xs> {
+  using Q = q8dot<F::iq4_xs>;
+  static constexpr int lanes = 4, align = 8, words = 10;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_vec8<2>(b, v);
+    ld_vec8<8>(b + 8 + 32 * l, v + 2);
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A&, std::int64_t, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[0] & 0xffffu));
+    int sp = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int c = 2 * l + j;
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        q[i] = lookup<false>(v[2 + 4 * j + i] & 0x0f0f0f0fu);
+        q[4 + i] = lookup<false>((v[2 + 4 * j + i] >> 4) & 0x0f0f0f0fu);
+      }
+      const unsigned sl = byte_at(v[1], c / 2);
+      const int ls = static_cast<int>(((sl >> (4 * (c % 2))) & 0xf) | (((v[0] >> (16 + 2 * c)) & 3) << 4)) - 32;
+      sp += ls * dot8(q, x + 8 * j, 0, 8);
+    }
+    p[0] = sp;
+  }
+};
+
+template <class W>
+concept has_wide = requires { wide<W>::lanes; };
+
+}  // namespace gk::cuda::q8
