@@ -24,7 +24,7 @@
 //     runs 8 __dp4a. The chunks of one 256-weight block (8 lanes) add their integer sums by
 //     shuffles, and the block's first lane applies the float term. Per lane, the terms of
 //     its blocks are summed in f32; a warp shuffle tree ends the row.
-//   matvec_wide<W, R, PingPong> instead of matvec_q8 for one-column decode of q4_K, q5_K,
+//   matvec_wide<W, R> instead of matvec_q8 for one-column decode of q4_K, q5_K,
 //     q6_K, q2_K, q3_K and iq4_xs (matvec_wide.cuh): a lane takes two chunks that share
 //     code bytes and reads them once with the widest aligned loads, a persistent grid,
 //     the next task's weights loaded before the current one is dotted, and the first
@@ -376,7 +376,7 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
 // as in matvec_q8.
 constexpr int mw_warps = 4, mw_threads = 32 * mw_warps;
 
-template <class W, int R, bool PingPong>
+template <class W, int R>
 __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_cols a, int plant) {
   using V = q8::wide<W>;
   using Q = q8::q8dot<W>;
@@ -469,15 +469,8 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
     };
     while (g < groups) {
       task(va, vb);
-      if constexpr (PingPong) {
-        if (g >= groups) break;
-        task(vb, va);
-      } else {
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int i = 0; i < NV; ++i) va[r][i] = vb[r][i];
-      }
+      if (g >= groups) break;
+      task(vb, va);
     }
   }
 }
@@ -519,14 +512,15 @@ bool matvec_q8_direct() {
 
 // GK_CUDA_MQ_WIDE=0 keeps the chunk kernel for the formats with wide dots;
 // GK_CUDA_MQ_R=1|2 sets matvec_wide's rows a warp (default 2); GK_CUDA_PDL=0 launches
-// matvec_wide without programmatic dependent launch; GK_CUDA_MQ_PP=0 copies the next task's
-// buffer over the current one instead of using the two in turn. For measuring.
+// matvec_wide without programmatic dependent launch. For measuring. (Copying the next task's
+// buffer over the current one instead of using two in turn measured slower: q4_K / q5_K at
+// M 14336, 47 / 48% of the copy bandwidth -> 45 / 43%.)
 int env_int(const char* name, int fallback) {
   const char* e = std::getenv(name);
   return e && *e ? std::atoi(e) : fallback;
 }
 
-template <class W, int R, bool PingPong>
+template <class W, int R>
 void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
   static const bool pdl = env_int("GK_CUDA_PDL", 1) != 0;
   // as many blocks as fit on the device at once (per device: the count is the same for
@@ -534,7 +528,7 @@ void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
   static std::atomic<int> resident{0};
   int per_sm = resident.load(std::memory_order_relaxed);
   if (per_sm == 0) {
-    GK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_wide<W, R, PingPong>, mw_threads, 0));
+    GK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_wide<W, R>, mw_threads, 0));
     per_sm = per_sm > 0 ? per_sm : 1;
     resident.store(per_sm, std::memory_order_relaxed);
   }
@@ -549,7 +543,7 @@ void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
   at[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = at;
   cfg.numAttrs = pdl && x.props.cc >= 90 ? 1 : 0;
-  GK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_wide<W, R, PingPong>, p, a, g_plant));
+  GK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_wide<W, R>, p, a, g_plant));
 }
 
 template <class W, int NC>
@@ -558,9 +552,8 @@ void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups,
     static const int wide = env_int("GK_CUDA_MQ_WIDE", 1), rows = env_int("GK_CUDA_MQ_R", 2);
     const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
     if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % W::block_size == 0) {
-      static const bool pp = env_int("GK_CUDA_MQ_PP", 1) != 0;
-      if (rows == 1) return pp ? launch_wide<W, 1, true>(p, a, x) : launch_wide<W, 1, false>(p, a, x);
-      return pp ? launch_wide<W, 2, true>(p, a, x) : launch_wide<W, 2, false>(p, a, x);
+      if (rows == 1) return launch_wide<W, 1>(p, a, x);
+      return launch_wide<W, 2>(p, a, x);
     }
   }
   if constexpr (NC == 1) {
