@@ -3,8 +3,9 @@
 // kernel and the same activation encoder per output element, so the two must agree bit
 // for bit and only the index arithmetic (tiles, tails, slabs, broadcast, the panel cache)
 // is being tested. Shapes include ragged row and column tails, one column block spanning
-// several slabs (where a panel cached on the column block alone goes stale), and weight
-// broadcast over dims 2 and 3. Three planted tiling faults must each fail the check.
+// several slabs (where a panel cached on the column block alone goes stale), weight
+// broadcast over dims 2 and 3, and one column (decode, through the 16-row tiles where a
+// format has them) with ragged rows. Three planted tiling faults must each fail the check.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -28,6 +29,8 @@ const shape shapes[] = {
     {64, 20, 3, 3, 2, 1, 1},    // one column block, six slabs, weight broadcast to all
     {64, 17, 9, 4, 2, 2, 1},    // broadcast r2 = 2
     {256, 5, 1, 2, 3, 1, 3},    // decode-shaped, broadcast r2 = 2, r3 = 1
+    {256, 37, 1, 1, 1, 1, 1},   // decode through 16-row tiles, ragged rows
+    {512, 67, 1, 3, 1, 1, 1},   // the same over three slabs of one weight
 };
 
 struct fixture {
@@ -139,7 +142,10 @@ TEST_CASE("mul_mat tiling equals the per-element definition at every thread coun
   check_format<formats::q4_0>();
   check_format<formats::q8_0>();
   check_format<formats::q4_K>();
+  check_format<formats::q5_K>();
   check_format<formats::iq4_nl>();
+  check_format<formats::iq4_xs>();
+  check_format<formats::mxfp4>();
 }
 
 TEST_CASE("the unfaulted kernel passes the direct check (the controls' baseline)", "[cpu][matmul][control]") {
@@ -158,10 +164,12 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
   CHECK(fault_mismatches<formats::q4_0, cpu::matmul::fault::panel_key_cb_only>() > 0);
 }
 
-TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
+// m rows of k per expert: 16-row tiles where the format has a decode tile, then single rows.
+template <class W>
+void check_mul_mat_id(std::int64_t k, std::int64_t m) {
   context ctx{context_params{16u << 20}};
-  const std::int64_t k = 64, m = 19, n_as = 4, n_used = 2, n_tok = 5;
-  tensor* as = ctx.new_tensor_3d(type::q8_0, k, m, n_as);
+  const std::int64_t n_as = 4, n_used = 2, n_tok = 5;
+  tensor* as = ctx.new_tensor_3d(W::id, k, m, n_as);
   tensor* b = ctx.new_tensor_3d(type::f32, k, 1, n_tok);
   tensor* ids = ctx.new_tensor_2d(type::i32, n_used, n_tok);
   std::mt19937 rng(7);
@@ -169,33 +177,42 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   std::vector<float> row(static_cast<std::size_t>(k));
   for (std::int64_t r = 0; r < as->nrows(); ++r) {
     for (auto& v : row) v = g(rng);
-    encode_row<formats::q8_0>(row.data(), reinterpret_cast<formats::q8_0::block*>(as->at(r % m, r / m)), k);
+    encode_row<W>(row.data(), reinterpret_cast<typename W::block*>(as->at(r % m, r / m)), k);
   }
   for (std::int64_t i = 0; i < b->nelements(); ++i) static_cast<float*>(b->data)[i] = g(rng);
   for (std::int64_t i = 0; i < ids->nelements(); ++i) static_cast<std::int32_t*>(ids->data)[i] = (i * 3 + 1) % n_as;
   tensor* y = mul_mat_id(ctx, as, b, ids);
-  std::vector<formats::q8_0::block> enc(k / 32);
+  using A = typename W::dot_type;
+  std::vector<typename A::block> enc(static_cast<std::size_t>(k / A::block_size));
   for (int nth : {1, 2, 7}) {
+    std::memset(y->data, 0xff, y->nbytes());  // NaN poison
     graph gr;
     gr.build_forward_expand(y);
     cpu::compute(gr, nth);
     std::int64_t bad = 0;
     for (std::int64_t t = 0; t < n_tok; ++t) {
-      encode_row<formats::q8_0>(reinterpret_cast<const float*>(b->at(0, t)), enc.data(), k);
+      encode_row<A>(reinterpret_cast<const float*>(b->at(0, t)), enc.data(), k);
       for (std::int64_t e = 0; e < n_used; ++e) {
         const auto ex = static_cast<std::int32_t*>(ids->data)[t * n_used + e];
         for (std::int64_t r = 0; r < m; ++r) {
-          const float want = dot_kernel<formats::q8_0, simd::native>::row(
-              reinterpret_cast<const formats::q8_0::block*>(as->at(r, ex)), enc.data(), k);
+          const float want = dot_kernel<W, simd::native>::row(
+              reinterpret_cast<const typename W::block*>(as->at(r, ex)), enc.data(), k);
           const float got = reinterpret_cast<const float*>(y->at(e, t))[r];
           bad += std::memcmp(&want, &got, 4) != 0;
         }
       }
     }
+    INFO(name(W::id) << " k=" << k << " m=" << m << " threads=" << nth);
     CHECK(bad == 0);
   }
   static_cast<std::int32_t*>(ids->data)[3] = 9;  // not an expert
   graph gr;
   gr.build_forward_expand(y);
   CHECK_THROWS_AS(cpu::compute(gr, 2), gk::error);
+}
+
+TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
+  check_mul_mat_id<formats::q8_0>(64, 19);
+  check_mul_mat_id<formats::q4_0>(64, 37);
+  check_mul_mat_id<formats::q4_K>(256, 37);
 }

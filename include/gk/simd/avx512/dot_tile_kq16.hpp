@@ -46,6 +46,7 @@ GK_EXACT_FP_BEGIN
 namespace gk::simd::avx512_kq16_tile {
 
 using namespace gk::simd::avx512_ops;
+using avx512_legacy_tile::ahead;
 using avx512_legacy_tile::rows_x4;
 using avx512_legacy_tile::rows_x8;
 
@@ -135,11 +136,12 @@ struct q5_K {
 // out[c][r] = the row dot of w[r] and a[c], r < 16, c < C.
 template <class F, int C>
 inline void tile(const typename F::W::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,
-                 float (*out)[kRows]) {
+                 float (*out)[kRows], const ahead& next = {}) {
   __m512 sum[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) sum[c] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / qk_k; ++i) {
+    next.block(i);
     header h;
     load_header(w, i, h);
     typename F::extra e;
@@ -193,12 +195,14 @@ inline void tile(const typename F::W::block* const* w, const formats::q8_K::bloc
 }
 
 // Any R x C with R <= 16: rows past R repeat row 0 (their lanes are computed and
-// dropped), columns go eight at a time, then one at a time.
+// dropped), columns go eight at a time, then one at a time. A one-column call prefetches
+// `next` as it goes.
 template <class F>
 struct runner {
   using wblock = typename F::W::block;
   template <int R, int C>
-  static void run(const wblock* const* w, const formats::q8_K::block* const* a, std::int64_t n, float* out) {
+  static void run(const wblock* const* w, const formats::q8_K::block* const* a, std::int64_t n, float* out,
+                  const ahead& next = {}) {
     static_assert(R >= 1 && R <= kRows, "a q4_K / q5_K tile holds at most 16 weight rows");
     const wblock* rows[kRows];
     for (int r = 0; r < kRows; ++r) rows[r] = w[r < R ? r : 0];
@@ -206,7 +210,7 @@ struct runner {
     float o[cb][kRows];
     for (int c0 = 0; c0 < C; c0 += cb) {
       if (C - c0 >= cb) {
-        tile<F, cb>(rows, a + c0, n, o);
+        avx512_kq16_tile::tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});  // not ADL's legacy tile
         for (int c = 0; c < cb; ++c)
           for (int r = 0; r < R; ++r) out[r * C + c0 + c] = o[c][r];
       } else {
@@ -223,20 +227,22 @@ struct runner {
 
 namespace gk {
 
-#define GK_AVX512_KQ16_TILE(fmt)                                                                                   \
+// decode: as the legacy tiles' (avx512/dot_tile_legacy.hpp).
+#define GK_AVX512_KQ16_TILE(fmt, dec)                                                                              \
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
-    static constexpr bool specialised = true;                                                                      \
+    static constexpr bool specialised = true, decode = dec;                                                        \
     static constexpr int rows = simd::avx512_kq16_tile::kRows, cols = 8;                                            \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,     \
-                    float* out) {                                                                                  \
-      simd::avx512_kq16_tile::runner<simd::avx512_kq16_tile::fmt>::run<R, C>(w, a, n, out);                        \
+                    float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                          \
+      simd::avx512_kq16_tile::runner<simd::avx512_kq16_tile::fmt>::run<R, C>(w, a, n, out,                         \
+                                                                             {next, next_bytes, n / qk_k});        \
     }                                                                                                              \
   };
 
-GK_AVX512_KQ16_TILE(q4_K)
-GK_AVX512_KQ16_TILE(q5_K)
+GK_AVX512_KQ16_TILE(q4_K, true)
+GK_AVX512_KQ16_TILE(q5_K, false)  // as q8_0's (see cpu/matmul.hpp)
 
 #undef GK_AVX512_KQ16_TILE
 

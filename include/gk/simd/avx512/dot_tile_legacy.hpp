@@ -60,6 +60,22 @@ using namespace gk::simd::avx512_ops;
 
 inline constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
 
+// The weight bytes a one-column tile prefetches as it goes, [p, p + bytes): `step` of them,
+// in address order, per weight block of its own rows (see cpu/matmul.hpp for why).
+struct ahead {
+  const char* p = nullptr;
+  std::size_t bytes = 0, step = 0;
+  ahead() = default;
+  ahead(const void* next, std::size_t next_bytes, std::int64_t blocks)
+      : p(blocks > 0 ? static_cast<const char*>(next) : nullptr), bytes(next_bytes),
+        step(blocks > 0 ? (next_bytes + static_cast<std::size_t>(blocks) - 1) / static_cast<std::size_t>(blocks) : 0) {}
+  void block(std::int64_t i) const {
+    if (!p) return;
+    const std::size_t lo = static_cast<std::size_t>(i) * step, hi = lo + step < bytes ? lo + step : bytes;
+    for (std::size_t o = lo & ~std::size_t{63}; o < hi; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  }
+};
+
 // Lane r of d[p] is dword p of the 16 bytes at q[r], r = 0..15: four rows to a vector
 // (rows j, 4 + j, 8 + j, 12 + j in its 128-bit lanes), then a 4 x 4 dword transpose in
 // each 128-bit lane.
@@ -645,7 +661,7 @@ struct column_terms {
 // integer sum running on across the chunks.
 template <class F, int C>
 inline void tile(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
-                 float (*out)[kRows]) {
+                 float (*out)[kRows], const ahead& next = {}) {
   using L = part_layout<F>;
   constexpr int cd = F::part_dwords < 8 ? F::part_dwords : 8, chunks = F::part_dwords / cd;
   constexpr int G = int_groups<F>();
@@ -661,6 +677,7 @@ inline void tile(const typename F::W::block* const* w, const typename F::W::dot_
     for (int l = 0; l < m / L::per; ++l) {
       const std::int64_t i = i0 / L::per + l;
       typename F::rows u;
+      next.block(i);
       F::load(w, i, u);
       // the activation dwords of part p, chunk j, column c
       auto y = [&](int c, int p, int j) {
@@ -729,13 +746,14 @@ inline void tile(const typename F::W::block* const* w, const typename F::W::dot_
 }
 
 // Any R x C with R <= 16: rows past R repeat row 0 (their lanes are computed and
-// dropped), columns go eight at a time.
+// dropped), columns go eight at a time. A one-column call prefetches `next` as it goes.
 template <class F>
 struct runner {
   using wblock = typename F::W::block;
   using ablock = typename F::W::dot_type::block;
   template <int R, int C>
-  static void run(const wblock* const* w, const ablock* const* a, std::int64_t n, float* out) {
+  static void run(const wblock* const* w, const ablock* const* a, std::int64_t n, float* out,
+                  const ahead& next = {}) {
     static_assert(R >= 1 && R <= kRows, "a legacy tile holds at most 16 weight rows");
     const wblock* rows[kRows];
     for (int r = 0; r < kRows; ++r) rows[r] = w[r < R ? r : 0];
@@ -743,7 +761,7 @@ struct runner {
     float o[cb][kRows];
     for (int c0 = 0; c0 < C; c0 += cb) {
       if (C - c0 >= cb) {
-        tile<F, cb>(rows, a + c0, n, o);
+        tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});
         for (int c = 0; c < cb; ++c)
           for (int r = 0; r < R; ++r) out[r * C + c0 + c] = o[c][r];
       } else {
@@ -760,31 +778,34 @@ struct runner {
 
 namespace gk {
 
-#define GK_AVX512_LEGACY_TILE(fmt)                                                                                 \
+// decode: whether the matmul runs one column through the tile (cpu/matmul.hpp), then with
+// the next rows' bytes [next, next + next_bytes) to prefetch.
+#define GK_AVX512_LEGACY_TILE(fmt, dec)                                                                            \
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
-    static constexpr bool specialised = true;                                                                      \
+    static constexpr bool specialised = true, decode = dec;                                                        \
     static constexpr int rows = simd::avx512_legacy_tile::kRows, cols = 8;                                          \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
-                    std::int64_t n, float* out) {                                                                  \
-      simd::avx512_legacy_tile::runner<simd::avx512_legacy_tile::fmt>::run<R, C>(w, a, n, out);                    \
+                    std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
+      simd::avx512_legacy_tile::runner<simd::avx512_legacy_tile::fmt>::run<R, C>(                                  \
+          w, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                         \
     }                                                                                                              \
   };
 
-GK_AVX512_LEGACY_TILE(q8_0)
-GK_AVX512_LEGACY_TILE(q4_0)
-GK_AVX512_LEGACY_TILE(q5_0)
-GK_AVX512_LEGACY_TILE(q4_1)
-GK_AVX512_LEGACY_TILE(q5_1)
-GK_AVX512_LEGACY_TILE(iq4_nl)
-GK_AVX512_LEGACY_TILE(mxfp4)
-GK_AVX512_LEGACY_TILE(nvfp4)
-GK_AVX512_LEGACY_TILE(q1_0)
-GK_AVX512_LEGACY_TILE(q2_0)
-GK_AVX512_LEGACY_TILE(tq1_0)
-GK_AVX512_LEGACY_TILE(tq2_0)
-GK_AVX512_LEGACY_TILE(iq4_xs)
+GK_AVX512_LEGACY_TILE(q8_0, false)  // its row dots read memory faster (see cpu/matmul.hpp)
+GK_AVX512_LEGACY_TILE(q4_0, true)
+GK_AVX512_LEGACY_TILE(q5_0, true)
+GK_AVX512_LEGACY_TILE(q4_1, true)
+GK_AVX512_LEGACY_TILE(q5_1, true)
+GK_AVX512_LEGACY_TILE(iq4_nl, true)
+GK_AVX512_LEGACY_TILE(mxfp4, true)
+GK_AVX512_LEGACY_TILE(nvfp4, true)
+GK_AVX512_LEGACY_TILE(q1_0, true)
+GK_AVX512_LEGACY_TILE(q2_0, true)
+GK_AVX512_LEGACY_TILE(tq1_0, true)
+GK_AVX512_LEGACY_TILE(tq2_0, true)
+GK_AVX512_LEGACY_TILE(iq4_xs, true)
 
 #undef GK_AVX512_LEGACY_TILE
 
