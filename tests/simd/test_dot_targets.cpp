@@ -200,6 +200,16 @@ TEST_CASE("planted: a tile whose columns are swapped is caught", "[simd][control
   CHECK(mismatches<gk::formats::tq1_0>(&swapped_tile<gk::formats::tq1_0>, 8) > 0);
   CHECK(mismatches<gk::formats::tq2_0>(&swapped_tile<gk::formats::tq2_0>, 8) > 0);
   CHECK(mismatches<gk::formats::iq4_xs>(&swapped_tile<gk::formats::iq4_xs>, 8) > 0);
+  // the tiles of avx512/dot_tile_iq16.hpp (iq2_xxs's above)
+  CHECK(mismatches<gk::formats::iq2_xs>(&swapped_tile<gk::formats::iq2_xs>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq2_s>(&swapped_tile<gk::formats::iq2_s>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq3_xxs>(&swapped_tile<gk::formats::iq3_xxs>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq3_s>(&swapped_tile<gk::formats::iq3_s>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq1_s>(&swapped_tile<gk::formats::iq1_s>, 8) > 0);
+  CHECK(mismatches<gk::formats::iq1_m>(&swapped_tile<gk::formats::iq1_m>, 8) > 0);
+  CHECK(mismatches<gk::formats::q2_K>(&swapped_tile<gk::formats::q2_K>, 8) > 0);
+  CHECK(mismatches<gk::formats::q3_K>(&swapped_tile<gk::formats::q3_K>, 8) > 0);
+  CHECK(mismatches<gk::formats::q6_K>(&swapped_tile<gk::formats::q6_K>, 8) > 0);
 }
 
 TEST_CASE("planted: a kernel that drops the last block is caught", "[simd][control]") {
