@@ -40,9 +40,11 @@ inline constexpr std::int64_t tile_cols = 8;
 // several dots together is faster: the avx512 32-weight formats (q4_0 ... q2_0, mxfp4,
 // nvfp4, and tq1_0/tq2_0) take the whole 16 x 8 tile, one weight row per lane
 // (avx512/dot_tile_legacy.hpp; q4_0 prompt, N = 64: 68 -> 285 GFLOP/s on one thread, 1.16
-// of the reference's repacked path); the avx512 256-weight formats
-// unpack each weight block once and dot it with the panel's eight columns, 2 rows x 8
-// (avx512/dot_tile.hpp; iq2_xxs prompt 0.21 -> 0.54 of the reference on one thread).
+// of the reference's repacked path); the avx512 256-weight formats take it too, one weight
+// row per lane, each block unpacked once for the panel's eight columns
+// (avx512/dot_tile_kq16.hpp for q4_K/q5_K, avx512/dot_tile_iq16.hpp for q2_K/q3_K/q6_K and
+// the lattice formats; iq2_xxs prompt 0.21 of the reference with row dots, 1.69-1.77 with
+// the 16 x 8 tile, one thread).
 template <class D>
 concept shaped_tile = requires {
   { D::rows } -> std::convertible_to<int>;

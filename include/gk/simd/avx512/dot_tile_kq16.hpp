@@ -22,8 +22,8 @@
 // unpack (four 8 x 8 dword transposes, the scales) is shared by the eight columns, and a
 // column's 256 weights cost 64 vpdpbusd, eight vpmulld and eight vpdpwssd. Measured in
 // bench_matmul (4096 x 4096, N = 64, one thread, on a loaded 2-core share, so ranges), GFLOP/s
-// against the 2 x 8 tiles of avx512/dot_tile.hpp: q4_K 126-169 -> 202-290, q5_K 106-170 ->
-// 269-274.
+// against the 2 x 8 tiles it replaced (dot_tile.hpp, since removed): q4_K 126-169 ->
+// 202-290, q5_K 106-170 -> 269-274.
 // Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
 #pragma once
 
