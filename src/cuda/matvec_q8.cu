@@ -32,6 +32,14 @@
 //     Measured on the H200 (bench_cuda, N = 1, M = 14336, % of the copy bandwidth, chunk
 //     kernel -> wide): q4_K 23 -> 48, q5_K 22 -> 49, q6_K 32 -> 45, q2_K 18 -> 29, q3_K
 //     16 -> 24, iq4_xs 25 -> 35 (the reference: 37, 42, 35, 20, 17, 37).
+//     The 32- and 64-weight formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4)
+//     take it too when rows are whole groups of 256 weights: a lane loads two whole blocks
+//     (nvfp4 one) as aligned words and needs no other lane (wide32). Same measure, M 4096
+//     / 14336, chunk kernel -> wide: q8_0 31 -> 38-41 / 55 -> 61-62, q4_0 19 -> 26-27 /
+//     37 -> 47-48, q4_1 21 -> 32 / 40 -> 53, q5_0 21 -> 28 / 39 -> 51, q5_1 23 -> 31 / 43
+//     -> 58, iq4_nl 16 -> 24 / 29 -> 38, mxfp4 15 -> 21 / 27 -> 33, nvfp4 14 -> 21 / 23 ->
+//     35 (the reference: q8_0 43-46 / 59-60, q4_0 26-29 / 42, mxfp4 24 / 32, nvfp4 26-27 /
+//     37).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -365,8 +373,9 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
 
 // One column per weight slab (decode) of a format with wide dots (matvec_wide.cuh), on rows
 // aligned as its loads need. 4 warps a block; a warp's work is a sequence of tasks (R rows,
-// one step of 8 blocks of each): lane l takes two chunks of block l / 4 of the step (lane
-// l % 4 of it) and loads their bytes once. The grid holds only as many blocks as are
+// one step of 8 groups of 256 weights of each): lane l takes two chunks of group l / 4 of
+// the step (lane l % 4 of it) and loads their bytes once (wide32: the group's 8 or 4 whole
+// blocks, two or one a lane, each lane its own block terms, no shuffles). The grid holds only as many blocks as are
 // resident at once, and a warp walks its row groups (grid-stride) and their steps as one
 // flat sequence, loading task t + 1's weight words before dotting task t (two register
 // buffers used in turn), so every warp keeps a task's loads in flight from start to end,
@@ -381,11 +390,17 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
   using V = q8::wide<W>;
   using Q = q8::q8dot<W>;
   constexpr int L = V::lanes, G = 32 / L, NV = V::words, NP = Q::np;
-  constexpr int S = static_cast<int>(sizeof(typename W::block));
-  static_assert(W::block_size == 256 && L == 4);
+  // bytes of a 256-weight group: a block, or 8 (nvfp4: 4) whole blocks (wide32)
+  constexpr int S = [] {
+    if constexpr (q8::wide_whole<W>)
+      return V::bytes;
+    else
+      return static_cast<int>(sizeof(typename W::block));
+  }();
+  static_assert(L == 4);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int sub = lane % L, grp = lane / L;
-  const int nb = static_cast<int>(p.kp / W::block_size), steps = (nb + G - 1) / G;
+  const int nb = static_cast<int>(p.kp / 256), steps = (nb + G - 1) / G;  // nb: groups of 256
   const std::int64_t groups = (p.m + R - 1) / R;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * mw_warps;
   const int dropped = plant == 2 ? nb - 1 : -1;  // the control's lost block
@@ -446,14 +461,22 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        int pr[NP];
-        typename Q::wc h;
-        V::parts(cur[r], sub, x, ac, bb, pr, h);
+        if constexpr (q8::wide_whole<W>) {  // each lane its own blocks' terms: no shuffles
 #pragma unroll
-        for (int o = 1; o < L; o <<= 1)
+          for (int j = 0; j < V::blocks; ++j) {
+            const float t = V::term(cur[r], sub, j, x, ac, bb);
+            if (live && b != dropped) acc[r] += t;
+          }
+        } else {
+          int pr[NP];
+          typename Q::wc h;
+          V::parts(cur[r], sub, x, ac, bb, pr, h);
 #pragma unroll
-          for (int i = 0; i < NP; ++i) pr[i] += __shfl_xor_sync(0xffffffffu, pr[i], o);
-        if (live && sub == 0 && b != dropped) acc[r] += Q::term(h, ac, static_cast<std::int64_t>(bb) * Q::ch, pr);
+          for (int o = 1; o < L; o <<= 1)
+#pragma unroll
+            for (int i = 0; i < NP; ++i) pr[i] += __shfl_xor_sync(0xffffffffu, pr[i], o);
+          if (live && sub == 0 && b != dropped) acc[r] += Q::term(h, ac, static_cast<std::int64_t>(bb) * Q::ch, pr);
+        }
       }
       if (last) {
 #pragma unroll
@@ -551,7 +574,7 @@ void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups,
   if constexpr (NC == 1 && q8::has_wide<W>) {
     static const int wide = env_int("GK_CUDA_MQ_WIDE", 1), rows = env_int("GK_CUDA_MQ_R", 2);
     const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
-    if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % W::block_size == 0) {
+    if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % 256 == 0) {
       if (rows == 1) return launch_wide<W, 1>(p, a, x);
       return launch_wide<W, 2>(p, a, x);
     }

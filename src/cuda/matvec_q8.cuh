@@ -93,6 +93,39 @@ GK_Q8_FN float ld_f16(const unsigned char* p) {
   return fmt::h2f(static_cast<std::uint16_t>(ld_u32(p) & 0xffffu));
 }
 
+// Where the 32-weight formats' unpack reads a block's bytes from (unpack_from): memory at
+// any alignment (the chunk kernels' staged rows, mmq's shared memory), or words already in
+// registers (matvec_wide.cuh's wide32, a lane's two blocks loaded once). Offsets are bytes
+// from the block's start; words<N>(off, o) is the N words from off, u32(off) one.
+struct ptr_src {
+  const unsigned char* b;
+  template <int N>
+  GK_Q8_FN void words(int off, unsigned (&o)[N]) const { ld_words<N>(b + off, o); }
+  GK_Q8_FN unsigned u32(int off) const { return ld_u32(b + off); }
+};
+// Bytes base .. of the words v (word i holds bytes 4 i .. 4 i + 3). Every offset must be
+// a constant once unrolled and inlined, or v would go to local memory.
+template <int NV>
+struct reg_src {
+  const unsigned (&v)[NV];
+  int base;
+  GK_Q8_FN unsigned at(int off) const {
+    const int a = base + off, i = a >> 2, sh = 8 * (a & 3);
+    if (sh == 0) return v[i];
+    return __funnelshift_r(v[i], i + 1 < NV ? v[i + 1] : 0u, static_cast<unsigned>(sh));
+  }
+  template <int N>
+  GK_Q8_FN void words(int off, unsigned (&o)[N]) const {
+GK_Q8_UNROLL
+    for (int i = 0; i < N; ++i) o[i] = at(off + 4 * i);
+  }
+  GK_Q8_FN unsigned u32(int off) const { return at(off); }
+};
+template <class Src>
+GK_Q8_FN float src_f16(const Src& b, int off) {
+  return fmt::h2f(static_cast<std::uint16_t>(b.u32(off) & 0xffffu));
+}
+
 GK_Q8_FN int dot8(const unsigned* q, const int* x, int from, int n) {
   int s = 0;
 GK_Q8_UNROLL
@@ -163,15 +196,17 @@ template <>
 struct q8dot<F::q4_0> {
   static constexpr int ch = 1, np = 1;
   struct wc { unsigned q[8]; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 2, w);
+    b.words(2, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = __vsub4(w[i] & 0x0f0f0f0fu, 0x08080808u);
       u.q[4 + i] = __vsub4((w[i] >> 4) & 0x0f0f0f0fu, 0x08080808u);
     }
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -186,16 +221,18 @@ template <>
 struct q8dot<F::q4_1> {
   static constexpr int ch = 1, np = 2;
   struct wc { unsigned q[8]; float d, m; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 4, w);
+    b.words(4, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = w[i] & 0x0f0f0f0fu;
       u.q[4 + i] = (w[i] >> 4) & 0x0f0f0f0fu;
     }
-    u.d = ld_f16(b);
-    u.m = ld_f16(b + 2);
+    u.d = src_f16(b, 0);
+    u.m = src_f16(b, 2);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
@@ -214,16 +251,18 @@ template <>
 struct q8dot<F::q5_0> {
   static constexpr int ch = 1, np = 1;
   struct wc { unsigned q[8]; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 6, w);
-    const unsigned h = ld_u32(b + 2);
+    b.words(6, w);
+    const unsigned h = b.u32(2);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = __vsub4((w[i] & 0x0f0f0f0fu) | spread4(h >> (4 * i)), 0x10101010u);
       u.q[4 + i] = __vsub4(((w[i] >> 4) & 0x0f0f0f0fu) | spread4(h >> (16 + 4 * i)), 0x10101010u);
     }
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -238,17 +277,19 @@ template <>
 struct q8dot<F::q5_1> {
   static constexpr int ch = 1, np = 2;
   struct wc { unsigned q[8]; float d, m; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 8, w);
-    const unsigned h = ld_u32(b + 4);
+    b.words(8, w);
+    const unsigned h = b.u32(4);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = (w[i] & 0x0f0f0f0fu) | spread4(h >> (4 * i));
       u.q[4 + i] = ((w[i] >> 4) & 0x0f0f0f0fu) | spread4(h >> (16 + 4 * i));
     }
-    u.d = ld_f16(b);
-    u.m = ld_f16(b + 2);
+    u.d = src_f16(b, 0);
+    u.m = src_f16(b, 2);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
@@ -267,9 +308,11 @@ template <int Off>
 struct q8dot_q8 {
   static constexpr int ch = 1, np = 1;
   struct wc { unsigned q[8]; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
-    ld_words<8>(b + Off, u.q);
-    u.d = ld_f16(b);
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
+    b.words(Off, u.q);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -288,15 +331,17 @@ template <>
 struct q8dot<F::iq4_nl> {
   static constexpr int ch = 1, np = 1;
   struct wc { unsigned q[8]; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 2, w);
+    b.words(2, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = lookup<false>(w[i] & 0x0f0f0f0fu);
       u.q[4 + i] = lookup<false>((w[i] >> 4) & 0x0f0f0f0fu);
     }
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -311,15 +356,17 @@ template <>
 struct q8dot<F::mxfp4> {
   static constexpr int ch = 1, np = 1;
   struct wc { unsigned q[8]; float h; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 1, w);
+    b.words(1, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
       u.q[i] = lookup<true>(w[i] & 0x0f0f0f0fu);
       u.q[4 + i] = lookup<true>((w[i] >> 4) & 0x0f0f0f0fu);
     }
-    u.h = fmt::e8m0_half(static_cast<std::uint8_t>(ld_u32(b) & 0xffu));
+    u.h = fmt::e8m0_half(static_cast<std::uint8_t>(b.u32(0) & 0xffu));
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -338,9 +385,11 @@ template <>
 struct q8dot<F::nvfp4> {
   static constexpr int ch = 2, np = 4;
   struct wc { unsigned q[8]; float hs[4]; int c; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
     unsigned w[4];
-    ld_words<4>(b + 4 + 16 * c, w);
+    b.words(4 + 16 * c, w);
     // sub-block 2c + s: bytes 8s .. 8s + 7 = words 2s, 2s + 1; low nibbles are its weights
     // 0 .. 7 (activation bytes 16s .. 16s + 7), high nibbles its weights 8 .. 15
 GK_Q8_UNROLL
@@ -350,7 +399,7 @@ GK_Q8_UNROLL
       u.q[4 * s + 2] = lookup<true>((w[2 * s] >> 4) & 0x0f0f0f0fu);
       u.q[4 * s + 3] = lookup<true>((w[2 * s + 1] >> 4) & 0x0f0f0f0fu);
     }
-    const unsigned scales = ld_u32(b);
+    const unsigned scales = b.u32(0);
 GK_Q8_UNROLL
     for (int k = 0; k < 4; ++k) u.hs[k] = mul(fmt::ue4m3(static_cast<std::uint8_t>(scales >> (8 * k))), 0.5f);
     u.c = c;

@@ -2,7 +2,8 @@
 // Wide block dots for the decode mat-vec (matvec_q8.cu, matvec_wide): a lane takes two
 // 32-weight chunks of a 256-weight block (four lanes a block), chosen so that they share
 // their code bytes, and reads the bytes once, with the widest loads the block's alignment
-// allows (q4_K, q5_K: 16 bytes; iq4_xs: 8; q2_K: 4; q3_K, q6_K: any, by ld_words).
+// allows (q4_K, q5_K: 16 bytes; iq4_xs: 8; q2_K: 4; q3_K, q6_K: any, by ld_words). The
+// formats of 32- and 64-weight blocks take whole blocks a lane instead (wide32, below).
 //
 // Why: the chunk dots of matvec_q8.cuh take 32 weights a lane and read any alignment
 // (q8_0's 34-byte blocks): a field of 4 bytes costs two 4-byte loads and a funnel shift,
@@ -285,7 +286,106 @@ GK_Q8_UNROLL
   }
 };
 
+// ---- the formats of 32- and 64-weight blocks: whole blocks a lane -------------------------
+// A group of 256 weights (8 blocks; nvfp4: 4) is four lanes' work as for the K-quants, but
+// a lane's 64 weights are whole blocks (2; nvfp4: 1), so it needs no other lane: it loads
+// its blocks' bytes once, as aligned words (2 S bytes from the lane's start; 4-byte
+// aligned for every format here but mxfp4, whose odd lanes start 2 bytes into a word and
+// are realigned by funnel shifts in registers), unpacks each block from the registers with
+// the chunk dot's own unpack (q8dot<W>::unpack_from, reg_src), and computes each block's
+// term as the chunk dot does: the same integers and float operations, so each term equals
+// W::dot bit for bit.
+//
+// wide32<W> interface (whole == true):
+//   lanes, align, words, chunk(l, j)   as wide<W>
+//   bytes          weight bytes of a 256-weight group (the load's stride)
+//   blocks         weight blocks a lane (2, nvfp4 1)
+//   load(g, l, v)  lane l's words of the group at g
+//   term(v, l, j, x, a, g)
+//                  lane l's j-th block's term; x: its 16 activation words (chunk(l, 0),
+//                  then chunk(l, 1)); a: the column; g: the group's index in the row
+template <class W>
+struct wide32 {
+  using Q = q8dot<W>;
+  static constexpr bool whole = true;
+  static constexpr int S = static_cast<int>(sizeof(typename W::block));
+  static constexpr int blocks = 64 / W::block_size, lanes = 4, bytes = 4 * blocks * S;
+  static constexpr int span = blocks * S;  // a lane's bytes
+  // mxfp4 (span 34): on 4-aligned rows a lane starts at 0 or 2 mod 4, and the 9 aligned
+  // words from its start rounded down hold its bytes; they never pass the row's end (a row
+  // is whole groups of 136 bytes, and a lane at 0 mod 4 is never the last)
+  static constexpr bool shifted = span % 4 != 0;
+  static_assert(!shifted || span % 4 == 2);
+  static constexpr int words = (span + (shifted ? 2 : 0) + 3) / 4;
+  static constexpr int align = span % 16 == 0 ? 16 : span % 8 == 0 ? 8 : 4;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* g, int l, unsigned (&v)[words]) {
+    const unsigned char* b = g + span * l;
+    if constexpr (shifted) {
+      // the aligned words around the lane's bytes, then shifted down by the lane's offset
+      const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(b);
+      const unsigned sh = static_cast<unsigned>(a & 3) * 8;
+      ld_vec4<words>(reinterpret_cast<const unsigned char*>(a & ~std::uintptr_t{3}), v);
+GK_Q8_UNROLL
+      for (int i = 0; i < words; ++i) v[i] = __funnelshift_r(v[i], i + 1 < words ? v[i + 1] : 0u, sh);
+    } else if constexpr (align == 16) {
+      ld_vec16<words>(b, v);
+    } else if constexpr (align == 8) {
+      ld_vec8<words>(b, v);
+    } else {
+      ld_vec4<words>(b, v);
+    }
+  }
+  // the activation scales of a lane's blocks as q8dot<W>::term reads them (a.d(kc)), from
+  // one 8-byte load: kc0 is even
+  struct pair_act {
+    float d0, d1;
+    std::int64_t kc0;
+    GK_Q8_FN float d(std::int64_t kc) const { return kc == kc0 ? d0 : d1; }
+  };
+  template <class A>
+  GK_Q8_MEMBER static float term(const unsigned (&v)[words], int l, int j, const int* x, const A& a, std::int64_t g) {
+    typename Q::wc u[Q::ch];
+    int p[Q::np] = {};
+GK_Q8_UNROLL
+    for (int c = 0; c < Q::ch; ++c) {
+      Q::unpack_from(reg_src<words>{v, S * j}, c, u[c]);
+      int pc[Q::np];
+      Q::part(u[c], x + 8 * (j + c), a, 0, pc);
+GK_Q8_UNROLL
+      for (int i = 0; i < Q::np; ++i) p[i] += pc[i];
+    }
+    const std::int64_t kc0 = 8 * g + 2 * l;  // the lane's first activation block
+#if defined(GK_Q8_HOST)
+    const pair_act pa{a.d(kc0), a.d(kc0 + 1), kc0};
+#else
+    const float2 dd = *reinterpret_cast<const float2*>(&reinterpret_cast<const float*>(a.c + a.d_off)[kc0]);
+    const pair_act pa{dd.x, dd.y, kc0};
+#endif
+    return Q::term(u[0], pa, kc0 + j, p);
+  }
+};
+template <>
+struct wide<F::q4_0> : wide32<F::q4_0> {};
+template <>
+struct wide<F::q4_1> : wide32<F::q4_1> {};
+template <>
+struct wide<F::q5_0> : wide32<F::q5_0> {};
+template <>
+struct wide<F::q5_1> : wide32<F::q5_1> {};
+template <>
+struct wide<F::q8_0> : wide32<F::q8_0> {};
+template <>
+struct wide<F::iq4_nl> : wide32<F::iq4_nl> {};
+template <>
+struct wide<F::mxfp4> : wide32<F::mxfp4> {};
+template <>
+struct wide<F::nvfp4> : wide32<F::nvfp4> {};
+
 template <class W>
 concept has_wide = requires { wide<W>::lanes; };
+// wide<W>::whole: a lane's blocks are whole (wide32); otherwise four lanes share a block
+template <class W>
+constexpr bool wide_whole = requires { requires wide<W>::whole; };
 
 }  // namespace gk::cuda::q8

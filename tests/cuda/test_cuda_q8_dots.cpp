@@ -224,6 +224,75 @@ int wide_mismatches(int trials) {
   return bad;
 }
 
+// the whole-block control: q8_0 with a lane's two blocks' bytes swapped
+struct q8_0_blocks_swapped : q8::wide<F::q8_0> {
+  template <class A>
+  static float term(const unsigned (&v)[words], int l, int j, const int* x, const A& a, std::int64_t g) {
+    int xs[16];  // the activation halves swapped too, so only the weight bytes are wrong
+    for (int i = 0; i < 16; ++i) xs[i] = x[(i + 8) % 16];
+    return q8::wide<F::q8_0>::term(v, l, 1 - j, xs, a, g);
+  }
+};
+
+// Blocks whose whole-block wide term (wide32: a lane's blocks from its registers) differs
+// from W::dot: a group of 256 weights at every offset mod 16 its loads allow, each lane's
+// each block.
+template <class W, class V = q8::wide<W>>
+int wide32_mismatches(int trials) {
+  using A = typename W::dot_type;
+  constexpr int B = W::block_size, S = sizeof(typename W::block), nw = 256 / B, na = 256 / A::block_size;
+  static_assert(A::block_size == 32, "whole-block wide dots are for the 32- and 64-weight formats");
+  std::mt19937 rng(13 + static_cast<int>(W::id));
+  int bad = 0, seen = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<float> w(256), x(256);
+    trial_values(t, rng, w, x);
+    std::vector<typename W::block> wb(nw);
+    for (int i = 0; i < nw; ++i) W::encode(w.data() + B * i, wb[i], nullptr);
+    if (t % 4 == 3) {  // any bits a file may hold past the first two bytes of a block
+      for (auto& blk : wb) {
+        auto* bytes = reinterpret_cast<unsigned char*>(&blk);
+        for (int i = 2; i < S; ++i) bytes[i] = static_cast<unsigned char>(rng());
+      }
+    }
+    std::vector<typename A::block> ab(na);
+    gk::encode_row<A>(x.data(), ab.data(), 256, nullptr);
+    // the activation column as encode_act lays it out: codes, then a float d per block
+    std::vector<char> col(256 + 4 * na, 0);
+    for (int i = 0; i < na; ++i) {
+      const float d = gk::to_f32(ab[i].d);
+      std::memcpy(col.data() + 32 * i, ab[i].qs, 32);
+      std::memcpy(col.data() + 256 + 4 * i, &d, 4);
+    }
+    const q8::act_col ac{col.data(), 256, 0};
+    for (int off = 0; off < 16; off += V::align) {
+      alignas(16) unsigned char buf[nw * S + 32] = {};
+      std::memcpy(buf + off, wb.data(), nw * S);
+      for (int l = 0; l < V::lanes; ++l) {
+        unsigned v[V::words];
+        V::load(buf + off, l, v);
+        int xw[16];
+        std::memcpy(xw, col.data() + 32 * V::chunk(l, 0), 32);
+        std::memcpy(xw + 8, col.data() + 32 * V::chunk(l, 1), 32);
+        for (int j = 0; j < V::blocks; ++j) {
+          const int blk = V::blocks * l + j;
+          const float want = W::dot(wb[blk], &ab[blk * (B / 32)]);
+          if (!std::isfinite(want)) continue;  // random bytes made a scale inf or NaN
+          ++seen;
+          const float got = V::term(v, l, j, xw, ac, 0);
+          if (std::memcmp(&got, &want, 4) != 0) {
+            if (bad < 3)
+              UNSCOPED_INFO(gk::name(W::id) << " trial " << t << " offset " << off << " lane " << l << " block " << j
+                                            << ": cpu " << want << ", wide dot " << got);
+            ++bad;
+          }
+        }
+      }
+    }
+  }
+  return seen == 0 ? -1 : bad;
+}
+
 }  // namespace
 
 TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
@@ -234,18 +303,25 @@ TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[
             [&]<class W>(W) {
               if constexpr (q8::has_wide<W>) {
                 INFO("format " << gk::name(W::id));
-                CHECK(wide_mismatches<W>(200) == 0);
+                if constexpr (q8::wide_whole<W>)
+                  CHECK(wide32_mismatches<W>(200) == 0);
+                else
+                  CHECK(wide_mismatches<W>(200) == 0);
                 ++served;
               }
             }(w),
             ...);
       },
       gk::formats::all{});
-  CHECK(served == 6);  // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs
+  CHECK(served == 14);  // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs; q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4
 }
 
 TEST_CASE("matvec_wide block dots control: codes of the wrong half must fail", "[.control]") {
   CHECK(wide_mismatches<F::q4_K, q4_K_halves_swapped>(50) == 0);
+}
+
+TEST_CASE("matvec_wide whole-block control: a lane's blocks swapped must fail", "[.control]") {
+  CHECK(wide32_mismatches<F::q8_0, q8_0_blocks_swapped>(50) == 0);
 }
 
 TEST_CASE("matvec_q8 block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
