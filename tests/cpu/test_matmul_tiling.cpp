@@ -146,6 +146,17 @@ TEST_CASE("mul_mat tiling equals the per-element definition at every thread coun
   check_format<formats::iq4_nl>();
   check_format<formats::iq4_xs>();
   check_format<formats::mxfp4>();
+  // the 16-row tiles of avx512/dot_tile_iq16.hpp (prompt; decode where the tile says so)
+  check_format<formats::iq2_xxs>();
+  check_format<formats::iq3_xxs>();
+  check_format<formats::iq3_s>();
+  check_format<formats::iq2_xs>();
+  check_format<formats::iq2_s>();
+  check_format<formats::iq1_s>();
+  check_format<formats::iq1_m>();
+  check_format<formats::q6_K>();
+  check_format<formats::q3_K>();
+  check_format<formats::q2_K>();
 }
 
 TEST_CASE("the unfaulted kernel passes the direct check (the controls' baseline)", "[cpu][matmul][control]") {
@@ -215,4 +226,10 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::q8_0>(64, 19);
   check_mul_mat_id<formats::q4_0>(64, 37);
   check_mul_mat_id<formats::q4_K>(256, 37);
+  check_mul_mat_id<formats::iq2_xxs>(256, 37);
+  check_mul_mat_id<formats::iq3_s>(512, 37);
+  check_mul_mat_id<formats::iq1_m>(256, 37);
+  check_mul_mat_id<formats::q6_K>(256, 37);
+  check_mul_mat_id<formats::q3_K>(256, 37);
+  check_mul_mat_id<formats::q2_K>(256, 37);
 }

@@ -40,6 +40,15 @@
 // pairs by pmaddubsw / vpdpwssd) -> 16 x 8: iq2_xxs 103 -> 325-353, iq3_xxs 92 -> 259-277,
 // iq3_s 83 -> 237-246, iq2_xs 103 -> 231-239, iq2_s 95 -> 202-212, iq1_s 102 -> 207-221,
 // iq1_m 69 -> 174-188, q6_K 220 -> 316-336, q3_K 215 -> 316-329, q2_K 227 -> 422-465.
+// Decode (one column) goes through the tile too, the next task's rows prefetched as it goes
+// (avx512/dot_tile_legacy.hpp's ahead), for every format here but q6_K. bench_matmul, one
+// thread, gk/ref with row dots -> with the tile, 4096 x 4096 N = 1 | from >= 1 GiB:
+// iq2_xxs 0.88 -> 2.37 | 0.81 -> 2.78, iq3_xxs 0.87 -> 2.16 | 0.87 -> 1.95, iq3_s 1.03 ->
+// 2.10 | 1.00 -> 1.81, iq2_xs 0.84 -> 1.55 | 0.73 -> 1.49, iq2_s 0.84 -> 1.20 | 0.92 ->
+// 1.63, q3_K 0.87 -> 1.37 | 0.89 -> 1.10, q2_K 0.79 -> 1.53 | 0.75 -> 1.42; over three
+// runs, iq1_s 0.90-1.20 -> 1.13-1.20 | 0.87-0.97 -> 1.01-1.19, iq1_m 0.68-0.70 -> 0.97-1.26
+// | 0.68-0.78 -> 0.93-1.09. q6_K's row dots read at the measured bandwidth already: the tile
+// ran 0.85-1.04 against their 1.03-1.27 in cache, 0.66-0.75 against 0.99-1.03 from memory.
 // Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
 #pragma once
 
@@ -69,6 +78,7 @@ GK_EXACT_FP_BEGIN
 namespace gk::simd::avx512_iq16_tile {
 
 using namespace gk::simd::avx512_ops;
+using avx512_legacy_tile::ahead;
 using avx512_legacy_tile::f16_rows;
 using avx512_legacy_tile::kRows;
 using avx512_legacy_tile::rows_x4;
@@ -774,12 +784,13 @@ inline void group_starts(const formats::q8_K::block& b, int off, std::int32_t* s
 // then the block's float term F::term, added to the column's running sum in block order.
 template <class F, int C>
 inline void tile(const typename F::W::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,
-                 float (*out)[kRows]) {
+                 float (*out)[kRows], const ahead& next = {}) {
   constexpr int G = F::groups, cd = 64 / G;  // activation dwords per group
   __m512 sum[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) sum[c] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / qk_k; ++i) {
+    next.block(i);
     typename F::rows u;
     F::load(w, i, u);
     alignas(64) std::int32_t start[C][G];
@@ -820,12 +831,14 @@ inline void tile(const typename F::W::block* const* w, const formats::q8_K::bloc
 }
 
 // Any R x C with R <= 16: rows past R repeat row 0 (their lanes are computed and
-// dropped), columns go eight at a time, then one at a time.
+// dropped), columns go eight at a time, then one at a time. A one-column call prefetches
+// `next` as it goes.
 template <class F>
 struct runner {
   using wblock = typename F::W::block;
   template <int R, int C>
-  static void run(const wblock* const* w, const formats::q8_K::block* const* a, std::int64_t n, float* out) {
+  static void run(const wblock* const* w, const formats::q8_K::block* const* a, std::int64_t n, float* out,
+                  const ahead& next = {}) {
     static_assert(R >= 1 && R <= kRows, "a lattice tile holds at most 16 weight rows");
     const wblock* rows[kRows];
     for (int r = 0; r < kRows; ++r) rows[r] = w[r < R ? r : 0];
@@ -833,7 +846,7 @@ struct runner {
     float o[cb][kRows];
     for (int c0 = 0; c0 < C; c0 += cb) {
       if (C - c0 >= cb) {
-        tile<F, cb>(rows, a + c0, n, o);
+        avx512_iq16_tile::tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});  // not ADL's legacy tile
         for (int c = 0; c < cb; ++c)
           for (int r = 0; r < R; ++r) out[r * C + c0 + c] = o[c][r];
       } else {
@@ -850,28 +863,30 @@ struct runner {
 
 namespace gk {
 
-#define GK_AVX512_IQ16_TILE(fmt)                                                                                   \
+// decode: as the legacy tiles' (avx512/dot_tile_legacy.hpp).
+#define GK_AVX512_IQ16_TILE(fmt, dec)                                                                              \
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
-    static constexpr bool specialised = true;                                                                      \
+    static constexpr bool specialised = true, decode = dec;                                                        \
     static constexpr int rows = simd::avx512_iq16_tile::kRows, cols = 8;                                            \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,     \
-                    float* out) {                                                                                  \
-      simd::avx512_iq16_tile::runner<simd::avx512_iq16_tile::fmt>::run<R, C>(w, a, n, out);                         \
+                    float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                          \
+      simd::avx512_iq16_tile::runner<simd::avx512_iq16_tile::fmt>::run<R, C>(w, a, n, out,                         \
+                                                                             {next, next_bytes, n / qk_k});        \
     }                                                                                                              \
   };
 
-GK_AVX512_IQ16_TILE(iq2_xxs)
-GK_AVX512_IQ16_TILE(iq3_xxs)
-GK_AVX512_IQ16_TILE(iq3_s)
-GK_AVX512_IQ16_TILE(iq2_xs)
-GK_AVX512_IQ16_TILE(iq2_s)
-GK_AVX512_IQ16_TILE(iq1_s)
-GK_AVX512_IQ16_TILE(iq1_m)
-GK_AVX512_IQ16_TILE(q6_K)
-GK_AVX512_IQ16_TILE(q3_K)
-GK_AVX512_IQ16_TILE(q2_K)
+GK_AVX512_IQ16_TILE(iq2_xxs, true)
+GK_AVX512_IQ16_TILE(iq3_xxs, true)
+GK_AVX512_IQ16_TILE(iq3_s, true)
+GK_AVX512_IQ16_TILE(iq2_xs, true)
+GK_AVX512_IQ16_TILE(iq2_s, true)
+GK_AVX512_IQ16_TILE(iq1_s, true)
+GK_AVX512_IQ16_TILE(iq1_m, true)
+GK_AVX512_IQ16_TILE(q6_K, false)  // its row dots read memory faster (see above)
+GK_AVX512_IQ16_TILE(q3_K, true)
+GK_AVX512_IQ16_TILE(q2_K, true)
 
 #undef GK_AVX512_IQ16_TILE
 
