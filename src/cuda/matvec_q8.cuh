@@ -93,9 +93,10 @@ GK_Q8_FN float ld_f16(const unsigned char* p) {
   return fmt::h2f(static_cast<std::uint16_t>(ld_u32(p) & 0xffffu));
 }
 
-// Where the 32-weight formats' unpack reads a block's bytes from (unpack_from): memory at
-// any alignment (the chunk kernels' staged rows, mmq's shared memory), or words already in
-// registers (matvec_wide.cuh's wide32, a lane's two blocks loaded once). Offsets are bytes
+// Where the 32-weight and lattice formats' unpack reads a block's bytes from (unpack_from):
+// memory at any alignment (the chunk kernels' staged rows, mmq's shared memory), or words
+// already in registers (matvec_wide.cuh's wide32, a lane's two blocks loaded once, and its
+// lattice lanes' lane_src). Offsets are bytes
 // from the block's start; words<N>(off, o) is the N words from off, u32(off) one.
 struct ptr_src {
   const unsigned char* b;
@@ -610,9 +611,11 @@ template <>
 struct q8dot<F::iq2_xxs> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; int ls; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
     unsigned w[2];
-    ld_words<2>(b + 2 + 8 * c, w);
+    b.words(2 + 8 * c, w);
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const std::uint64_t pt = __ldg(&fmt::iq2xxs_grid.v[(w[0] >> (8 * l)) & 0xffu]);
@@ -621,7 +624,7 @@ GK_Q8_UNROLL
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
     }
     u.ls = static_cast<int>(2 * (w[1] >> 28) + 1);
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
@@ -644,9 +647,11 @@ template <>
 struct q8dot<F::iq2_xs> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; unsigned sc; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
     unsigned w[2];
-    ld_words<2>(b + 2 + 8 * c, w);
+    b.words(2 + 8 * c, w);
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned g = (w[l / 2] >> (16 * (l % 2))) & 0xffffu;
@@ -655,8 +660,8 @@ GK_Q8_UNROLL
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_mask4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
     }
-    u.sc = ld_u32(b + 66 + c) & 0xffu;
-    u.d = ld_f16(b);
+    u.sc = b.u32(66 + c) & 0xffu;
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
@@ -671,8 +676,10 @@ template <>
 struct q8dot<F::iq2_s> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; unsigned sc; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
-    const unsigned idx = ld_u32(b + 2 + 4 * c), sg = ld_u32(b + 34 + 4 * c), qh = ld_u32(b + 66 + c) & 0xffu;
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
+    const unsigned idx = b.u32(2 + 4 * c), sg = b.u32(34 + 4 * c), qh = b.u32(66 + c) & 0xffu;
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned g = ((idx >> (8 * l)) & 0xffu) | (((qh >> (2 * l)) & 3u) << 8);
@@ -681,8 +688,8 @@ GK_Q8_UNROLL
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_mask4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
     }
-    u.sc = ld_u32(b + 74 + c) & 0xffu;
-    u.d = ld_f16(b);
+    u.sc = b.u32(74 + c) & 0xffu;
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = iq2_part16(u.q, x, u.sc); }
@@ -699,10 +706,12 @@ template <>
 struct q8dot<F::iq3_xxs> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; int ls; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
     unsigned qs[2];
-    ld_words<2>(b + 2 + 8 * c, qs);
-    const unsigned aux = ld_u32(b + 66 + 4 * c);
+    b.words(2 + 8 * c, qs);
+    const unsigned aux = b.u32(66 + 4 * c);
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned s = fmt::ksigns_iq2xs.v[(aux >> (7 * l)) & 127u];
@@ -714,7 +723,7 @@ GK_Q8_UNROLL
       }
     }
     u.ls = static_cast<int>(2 * (aux >> 28) + 1);
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
@@ -732,17 +741,19 @@ template <>
 struct q8dot<F::iq3_s> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; int ls; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
     unsigned qs[2];
-    ld_words<2>(b + 2 + 8 * c, qs);
-    const unsigned qh = ld_u32(b + 66 + c) & 0xffu, sg = ld_u32(b + 74 + 4 * c);
+    b.words(2 + 8 * c, qs);
+    const unsigned qh = b.u32(66 + c) & 0xffu, sg = b.u32(74 + 4 * c);
 GK_Q8_UNROLL
     for (int k = 0; k < 8; ++k) {
       const unsigned idx = ((qs[k / 4] >> (8 * (k % 4))) & 0xffu) | (((qh >> k) & 1u) << 8);
       u.q[k] = apply_sign(__ldg(&fmt::iq3s_grid.v[idx]), sign_mask4(sg >> (4 * k)));
     }
-    u.ls = static_cast<int>(1 + 2 * ((ld_u32(b + 106 + c / 2) >> (4 * (c & 1))) & 0xfu));
-    u.d = ld_f16(b);
+    u.ls = static_cast<int>(1 + 2 * ((b.u32(106 + c / 2) >> (4 * (c & 1))) & 0xfu));
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8) * u.ls; }
@@ -761,8 +772,10 @@ template <>
 struct q8dot<F::iq1_s> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; int ls, neg; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
-    const unsigned idx = ld_u32(b + 2 + 4 * c), qh = ld_u32(b + 34 + 2 * c) & 0xffffu;
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {
+    const unsigned idx = b.u32(2 + 4 * c), qh = b.u32(34 + 2 * c) & 0xffffu;
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned k = ((idx >> (8 * l)) & 0xffu) | (((qh >> (3 * l)) & 7u) << 8);
@@ -772,7 +785,7 @@ GK_Q8_UNROLL
     }
     u.ls = static_cast<int>(2 * ((qh >> 12) & 7) + 1);
     u.neg = (qh & 0x8000u) ? 1 : 0;
-    u.d = ld_f16(b);
+    u.d = src_f16(b, 0);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
@@ -795,10 +808,16 @@ template <>
 struct q8dot<F::iq1_m> {
   static constexpr int ch = 8, np = 1;
   struct wc { unsigned q[8]; int ls0, ls1; unsigned neg; float d; };
-  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
-    const unsigned idx = ld_u32(b + 4 * c), qh = ld_u32(b + 32 + 2 * c) & 0xffffu;
+  GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, c, u); }
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) { unpack_from(b, c, c, u); }
+  // chunk c's codes read as chunk cb's (matvec_wide.cuh's lane view: cb = c % 2), its scales
+  // from the scale words (all four: they hold d) as chunk c's
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int cb, int c, wc& u) {
+    const unsigned idx = b.u32(4 * cb), qh = b.u32(32 + 2 * cb) & 0xffffu;
     unsigned sw[2];
-    ld_words<2>(b + 48, sw);  // the four scale words
+    b.words(48, sw);  // the four scale words
 GK_Q8_UNROLL
     for (int g = 0; g < 4; ++g) {
       const unsigned h = (qh >> (8 * (g / 2) + 4 * (g % 2))) & 0xfu;

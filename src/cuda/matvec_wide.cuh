@@ -2,7 +2,8 @@
 // Wide block dots for the decode mat-vec (matvec_q8.cu, matvec_wide): a lane takes two
 // 32-weight chunks of a 256-weight block (four lanes a block), chosen so that they share
 // their code bytes, and reads the bytes once, with the widest loads the block's alignment
-// allows (q4_K, q5_K: 16 bytes; iq4_xs: 8; q2_K: 4; q3_K, q6_K: any, by ld_words). The
+// allows (q4_K, q5_K: 16 bytes; iq4_xs, iq1_m: 8; q2_K: 4; q3_K, q6_K: any, by ld_words;
+// the other lattice formats and tq1_0, tq2_0: 2, by ld_words and 2-byte loads). The
 // formats of 32- and 64-weight blocks take whole blocks a lane instead (wide32, below).
 //
 // Why: the chunk dots of matvec_q8.cuh take 32 weights a lane and read any alignment
@@ -36,6 +37,7 @@
 
 #include <cstdint>
 #if defined(GK_Q8_HOST)
+#include <cstdlib>
 #include <cstring>
 #endif
 
@@ -283,6 +285,281 @@ GK_Q8_UNROLL
       sp += ls * dot8(q, x + 8 * j, 0, 8);
     }
     p[0] = sp;
+  }
+};
+
+// ---- lattice formats: four lanes a block, the chunk dot's unpack on a lane's registers ------
+// Lane l takes chunks 2 l, 2 l + 1, whose bytes lie in a few short runs (codes, signs,
+// high index bits, scales, at offsets linear in the chunk), and loads them once, with the
+// block's d. The blocks are 50 .. 110 bytes, even, so rows are 2-byte aligned: runs of a
+// word or more by ld_words, shorter fields by 2- or 1-byte loads. The chunks are unpacked
+// by q8dot<W>::unpack_from itself, through lane_src: it is called for chunk j (0, 1) as if
+// of a block whose chunk j is the lane's j-th, and Lay::pos maps each byte offset that
+// unpack reads for chunk j onto the lane's words, a constant once unrolled (v stays in
+// registers). That serves the unpacks whose reads depend on the chunk only through offsets
+// linear in it and through c % 2 (iq3_s's scale nibble), which c = 2 l + j and j share;
+// iq1_m picks its scales from words it reads whole by c itself, so its unpack takes both
+// (split). Then q8dot<W>::part of each chunk (kc: the real chunk), summed: the same
+// integers, the same header values, so the same term. tq1_0 and tq2_0, whose chunks read
+// the same bytes at different trits or bit planes, unpack in their own parts (below).
+//
+// Lay (the layout of a format's lane words):
+//   align, words     as wide<W>
+//   load(b, l, v)    lane l's runs of block b
+//   pos(off)         where in v (a byte index) the byte off of chunk j's view lies
+//   split            (optional) unpack_from(src, j, c, u): offsets by j, scales by c
+
+// the u16 at p (2-byte aligned) and the byte at p
+GK_Q8_FN unsigned ld_u16(const unsigned char* p) {
+#if defined(GK_Q8_HOST)
+  std::uint16_t h;
+  std::memcpy(&h, p, 2);
+  return h;
+#else
+  return *reinterpret_cast<const unsigned short*>(p);
+#endif
+}
+GK_Q8_FN unsigned ld_u8(const unsigned char* p) { return *p; }
+
+template <int NV, class Lay>
+struct lane_src {
+  const unsigned (&v)[NV];
+  GK_Q8_FN unsigned at(int off) const {
+    const int a = Lay::pos(off), i = a >> 2, sh = 8 * (a & 3);
+#if defined(GK_Q8_HOST)
+    if (a < 0) std::abort();  // an offset the layout does not hold
+#endif
+    if (sh == 0) return v[i];
+    return __funnelshift_r(v[i], i + 1 < NV ? v[i + 1] : 0u, static_cast<unsigned>(sh));
+  }
+  template <int N>
+  GK_Q8_FN void words(int off, unsigned (&o)[N]) const {
+GK_Q8_UNROLL
+    for (int i = 0; i < N; ++i) o[i] = at(off + 4 * i);
+  }
+  GK_Q8_FN unsigned u32(int off) const { return at(off); }
+};
+
+template <class W, class Lay>
+struct wide_lattice {
+  using Q = q8dot<W>;
+  static constexpr int lanes = 4, align = Lay::align, words = Lay::words;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) { Lay::load(b, l, v); }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                                 typename Q::wc& h) {
+    int s[Q::np] = {};
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      typename Q::wc u;
+      if constexpr (requires { Lay::split; })
+        Q::unpack_from(lane_src<words, Lay>{v}, j, 2 * l + j, u);
+      else
+        Q::unpack_from(lane_src<words, Lay>{v}, j, u);
+      const std::int64_t kc = blk * Q::ch + 2 * l + j;  // the chunk's index in the row
+      int pc[Q::np];
+      Q::part(u, x + 8 * j, a, kc, pc);
+GK_Q8_UNROLL
+      for (int i = 0; i < Q::np; ++i) s[i] += pc[i];
+      if (j == 0) h = u;
+    }
+GK_Q8_UNROLL
+    for (int i = 0; i < Q::np; ++i) p[i] = s[i];
+  }
+};
+
+// iq2_xxs (66 bytes): codes and sign words 2 + 16 l .. (v 0-3), d (v 4)
+struct lay_iq2_xxs {
+  static constexpr int align = 2, words = 5;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<4>(b + 2 + 16 * l, *reinterpret_cast<unsigned(*)[4]>(v));
+    v[4] = ld_u16(b);
+  }
+  GK_Q8_FN static constexpr int pos(int off) { return off < 2 ? 16 + off : off < 18 ? off - 2 : -1; }
+};
+template <>
+struct wide<F::iq2_xxs> : wide_lattice<F::iq2_xxs, lay_iq2_xxs> {};
+
+// iq3_s (110 bytes): indices 2 + 16 l .. (v 0-3), signs 74 + 8 l .. (v 4-5), d and qh
+// 66 + 2 l, 67 + 2 l (v 6), the scale byte 106 + l (v 7)
+struct lay_iq3_s {
+  static constexpr int align = 2, words = 8;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<4>(b + 2 + 16 * l, *reinterpret_cast<unsigned(*)[4]>(v));
+    ld_words<2>(b + 74 + 8 * l, *reinterpret_cast<unsigned(*)[2]>(v + 4));
+    v[6] = ld_u16(b) | ld_u16(b + 66 + 2 * l) << 16;
+    v[7] = ld_u8(b + 106 + l);
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 2 ? 24 + off : off < 18 ? off - 2 : off == 66 || off == 67 ? 26 + off - 66
+           : off >= 74 && off < 82 ? 16 + off - 74 : off == 106 ? 28 : -1;
+  }
+};
+template <>
+struct wide<F::iq3_s> : wide_lattice<F::iq3_s, lay_iq3_s> {};
+
+// iq3_xxs (98 bytes): indices 2 + 16 l .. (v 0-3), sign and scale words 66 + 8 l .. (v 4-5), d (v 6)
+struct lay_iq3_xxs {
+  static constexpr int align = 2, words = 7;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<4>(b + 2 + 16 * l, *reinterpret_cast<unsigned(*)[4]>(v));
+    ld_words<2>(b + 66 + 8 * l, *reinterpret_cast<unsigned(*)[2]>(v + 4));
+    v[6] = ld_u16(b);
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 2 ? 24 + off : off < 18 ? off - 2 : off >= 66 && off < 74 ? 16 + off - 66 : -1;
+  }
+};
+template <>
+struct wide<F::iq3_xxs> : wide_lattice<F::iq3_xxs, lay_iq3_xxs> {};
+
+// iq2_xs (74 bytes): groups 2 + 16 l .. (v 0-3), d and the scale bytes 66 + 2 l, 67 + 2 l (v 4)
+struct lay_iq2_xs {
+  static constexpr int align = 2, words = 5;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<4>(b + 2 + 16 * l, *reinterpret_cast<unsigned(*)[4]>(v));
+    v[4] = ld_u16(b) | ld_u16(b + 66 + 2 * l) << 16;
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 2 ? 16 + off : off < 18 ? off - 2 : off == 66 || off == 67 ? 18 + off - 66 : -1;
+  }
+};
+template <>
+struct wide<F::iq2_xs> : wide_lattice<F::iq2_xs, lay_iq2_xs> {};
+
+// iq2_s (82 bytes): indices 2 + 8 l .. (v 0-1), signs 34 + 8 l .. (v 2-3), d and qh 66 + 2 l,
+// 67 + 2 l (v 4), the scale bytes 74 + 2 l, 75 + 2 l (v 5)
+struct lay_iq2_s {
+  static constexpr int align = 2, words = 6;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<2>(b + 2 + 8 * l, *reinterpret_cast<unsigned(*)[2]>(v));
+    ld_words<2>(b + 34 + 8 * l, *reinterpret_cast<unsigned(*)[2]>(v + 2));
+    v[4] = ld_u16(b) | ld_u16(b + 66 + 2 * l) << 16;
+    v[5] = ld_u16(b + 74 + 2 * l);
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 2 ? 16 + off : off < 10 ? off - 2 : off >= 34 && off < 42 ? 8 + off - 34
+           : off == 66 || off == 67 ? 18 + off - 66 : off == 74 || off == 75 ? 20 + off - 74 : -1;
+  }
+};
+template <>
+struct wide<F::iq2_s> : wide_lattice<F::iq2_s, lay_iq2_s> {};
+
+// iq1_s (50 bytes): indices 2 + 8 l .. (v 0-1), the u16 qh 34 + 4 l, 36 + 4 l (v 2), d (v 3)
+struct lay_iq1_s {
+  static constexpr int align = 2, words = 4;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<2>(b + 2 + 8 * l, *reinterpret_cast<unsigned(*)[2]>(v));
+    v[2] = ld_u32(b + 34 + 4 * l);
+    v[3] = ld_u16(b);
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 2 ? 12 + off : off < 10 ? off - 2 : off >= 34 && off < 38 ? 8 + off - 34 : -1;
+  }
+};
+template <>
+struct wide<F::iq1_s> : wide_lattice<F::iq1_s, lay_iq1_s> {};
+
+// iq1_m (56 bytes, so rows are 8-byte aligned): indices 8 l .. (v 0-1), qh 32 + 4 l .. (v 2),
+// the four scale words 48 .. (v 3-4, d among them). Its unpack picks chunk c's scales from
+// those words by c itself (split: unpack_from(src, j, c, u)), its codes by offsets.
+struct lay_iq1_m {
+  static constexpr bool split = true;
+  static constexpr int align = 8, words = 5;
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_vec8<2>(b + 8 * l, v);
+    ld_vec4<1>(b + 32 + 4 * l, v + 2);
+    ld_vec8<2>(b + 48, v + 3);
+  }
+  GK_Q8_FN static constexpr int pos(int off) {
+    return off < 8 ? off : off >= 32 && off < 36 ? 8 + off - 32 : off >= 48 && off < 56 ? 12 + off - 48 : -1;
+  }
+};
+template <>
+struct wide<F::iq1_m> : wide_lattice<F::iq1_m, lay_iq1_m> {};
+
+// tq2_0 (66 bytes): lane l's chunks 2 l, 2 l + 1 are the 2-bit planes 2 (l % 2), 2 (l % 2) + 1
+// of code bytes 32 (l / 2) .. (v 0-7), as q8dot<tq2_0>::unpack reads them; d at 64 (v 8).
+template <>
+struct wide<F::tq2_0> {
+  using Q = q8dot<F::tq2_0>;
+  static constexpr int lanes = 4, align = 2, words = 9;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    ld_words<8>(b + 32 * (l >> 1), *reinterpret_cast<unsigned(*)[8]>(v));
+    v[8] = ld_u16(b + 64);
+  }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A&, std::int64_t, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[8]));
+    int s = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int sh = 2 * (2 * (l & 1) + j);
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i) q[i] = __vsub4((v[i] >> sh) & 0x03030303u, 0x01010101u);
+      s += dot8(q, x + 8 * j, 0, 8);
+    }
+    p[0] = s;
+  }
+};
+
+// tq1_0 (54 bytes): chunk c's word i (weights 32 c + 4 i ..) is trit k of four bytes of qs
+// or qh (ternary.hpp's layout, as q8dot<tq1_0>::unpack reads it byte by byte):
+//   c < 5:    qs word i, k = c
+//   c = 5, 6: qs word 8 + i % 4, k = 2 (c - 5) + i / 4
+//   c = 7:    i < 4: qs word 8 + i, k = 4; i >= 4: qh, k = i - 4
+// Lanes 0-2 load qs words 0-7 (v 0-7), lanes 2-3 qs words 8-11 and qh (v 8-12), all d (v 13);
+// the four trits of a word at once in 16-bit halves (a byte times 3^k, mod 256, times 3,
+// over 256: below 2^16, so the halves never carry into each other).
+template <>
+struct wide<F::tq1_0> {
+  using Q = q8dot<F::tq1_0>;
+  static constexpr int lanes = 4, align = 2, words = 14;
+  GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
+  GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) {
+    if (l < 3) {
+      ld_words<8>(b, *reinterpret_cast<unsigned(*)[8]>(v));
+    } else {
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i) v[i] = 0;
+    }
+    if (l >= 2) {
+      ld_words<5>(b + 32, *reinterpret_cast<unsigned(*)[5]>(v + 8));
+    } else {
+GK_Q8_UNROLL
+      for (int i = 8; i < 13; ++i) v[i] = 0;
+    }
+    v[13] = ld_u16(b + 52);
+  }
+  // trit k of each byte of w, minus 1, as signed bytes; p = 3^k
+  GK_Q8_FN static unsigned trits(unsigned w, unsigned p) {
+    const unsigned e = ((w & 0x00ff00ffu) * p) & 0x00ff00ffu, o = (((w >> 8) & 0x00ff00ffu) * p) & 0x00ff00ffu;
+    const unsigned t = (((e * 3u) >> 8) & 0x00ff00ffu) | ((((o * 3u) >> 8) & 0x00ff00ffu) << 8);
+    return __vsub4(t, 0x01010101u);
+  }
+  GK_Q8_FN static unsigned pow3(int k) { return k == 0 ? 1u : k == 1 ? 3u : k == 2 ? 9u : k == 3 ? 27u : 81u; }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A&, std::int64_t, int* p,
+                                 typename Q::wc& h) {
+    h.d = fmt::h2f(static_cast<std::uint16_t>(v[13]));
+    int s = 0;
+GK_Q8_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int c = 2 * l + j;
+      unsigned q[8];
+GK_Q8_UNROLL
+      for (int i = 0; i < 8; ++i) {
+        const unsigned w = c < 5 ? v[i] : c < 7 || i < 4 ? v[8 + i % 4] : v[12];
+        const int k = c < 5 ? c : c < 7 ? 2 * (c - 5) + i / 4 : i < 4 ? 4 : i - 4;
+        q[i] = trits(w, pow3(k));
+      }
+      s += dot8(q, x + 8 * j, 0, 8);
+    }
+    p[0] = s;
   }
 };
 

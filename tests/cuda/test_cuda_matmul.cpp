@@ -295,7 +295,9 @@ TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the tr
 // 67 rows: a last row group of one row and a partial last grid-stride round.
 TEST_CASE("cuda mul_mat: one column through the wide mat-vec, every format it serves", "[cuda][matmul][q8]") {
   for (type t : {type::q4_0, type::q4_1, type::q5_0, type::q5_1, type::q8_0, type::iq4_nl, type::mxfp4, type::nvfp4,
-                 type::q4_K, type::q5_K, type::q6_K, type::q2_K, type::q3_K, type::iq4_xs})
+                 type::q4_K, type::q5_K, type::q6_K, type::q2_K, type::q3_K, type::iq4_xs, type::iq2_xxs,
+                 type::iq3_s, type::iq3_xxs, type::iq2_xs, type::iq2_s, type::iq1_s, type::iq1_m,
+                 type::tq1_0, type::tq2_0})
     for (std::int64_t k : {256, 512, 4352}) {
       const errors e = run_mul_mat(t, mm_shape{k, 67, 1});
       check(e, std::string(gk::name(t)) + " wide, k " + std::to_string(k), forced_matvec(t));

@@ -168,6 +168,18 @@ struct q4_K_halves_swapped : q8::wide<F::q4_K> {
   }
 };
 
+// the lattice control: iq3_s with each lane's two chunks' sign words swapped
+struct iq3_s_signs_swapped : q8::wide<F::iq3_s> {
+  template <class A>
+  static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                    typename Q::wc& h) {
+    unsigned u[words];
+    for (int i = 0; i < words; ++i) u[i] = v[i];
+    std::swap(u[4], u[5]);
+    q8::wide<F::iq3_s>::parts(u, l, x, a, blk, p, h);
+  }
+};
+
 // Blocks whose wide-dot term (V's lanes' parts summed, q8dot<W>::term) differs from W::dot.
 template <class W, class V = q8::wide<W>>
 int wide_mismatches(int trials) {
@@ -313,11 +325,17 @@ TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[
             ...);
       },
       gk::formats::all{});
-  CHECK(served == 14);  // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs; q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4
+  // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs; iq2_xxs, iq3_s, iq3_xxs, iq2_xs, iq2_s, iq1_s, iq1_m,
+  // tq1_0, tq2_0; q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4
+  CHECK(served == 23);
 }
 
 TEST_CASE("matvec_wide block dots control: codes of the wrong half must fail", "[.control]") {
   CHECK(wide_mismatches<F::q4_K, q4_K_halves_swapped>(50) == 0);
+}
+
+TEST_CASE("matvec_wide lattice control: the other chunk's signs must fail", "[.control]") {
+  CHECK(wide_mismatches<F::iq3_s, iq3_s_signs_swapped>(50) == 0);
 }
 
 TEST_CASE("matvec_wide whole-block control: a lane's blocks swapped must fail", "[.control]") {
