@@ -79,6 +79,7 @@ namespace gk::simd::avx512_iq16_tile {
 
 using namespace gk::simd::avx512_ops;
 using avx512_legacy_tile::ahead;
+using avx512_legacy_tile::group_starts;
 using avx512_legacy_tile::f16_rows;
 using avx512_legacy_tile::kRows;
 using avx512_legacy_tile::rows_x4;
@@ -754,28 +755,6 @@ struct q2_K {
 };
 
 // ---- the tile ----------------------------------------------------------------------------
-
-// -off * (the sum of the bytes of each of the G groups of 256 / G activations of block b):
-// dpbusd by ones gives four-byte sums, then a transpose-and-add.
-template <int G>
-inline void group_starts(const formats::q8_K::block& b, int off, std::int32_t* start) {
-  static_assert(G == 8 || G == 16);
-  const __m512i ones = _mm512_set1_epi8(1);
-  __m512i v[4];  // v[k]: four-byte sums of bytes 64k .. 64k+63, lane 4q + t: bytes 64k + 16q + 4t ..
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; ++k) v[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, load(b.qs + 64 * k));
-  const __m512i x0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
-  const __m512i x1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
-  __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(x0, x1), _mm512_unpackhi_epi64(x0, x1));  // lane 4q + k: 16-byte group 4k + q
-  t = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
-  t = _mm512_mullo_epi32(t, _mm512_set1_epi32(-off));
-  if constexpr (G == 16) {
-    _mm512_storeu_si512(start, t);
-  } else {  // pairs of 16-byte groups
-    const __m512i pairs = _mm512_add_epi32(t, _mm512_srli_epi64(t, 32));  // even lanes
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(start), _mm512_cvtepi64_epi32(pairs));
-  }
-}
 
 // out[c][r] = the row dot of w[r] and a[c], r < 16, c < C. Per block and group j of
 // 256 / G weights: F::chunk's code vectors u = w + off, held while every column takes them

@@ -580,6 +580,29 @@ struct part_layout {
   static constexpr int bytes = A::block_size / halves;
 };
 
+// -off * (the sum of the bytes of each of the G groups of 256 / G activations of block b):
+// dpbusd by ones gives four-byte sums, then a transpose-and-add (the sums of qs itself, not
+// q8_K's bsums: the definition reads the codes). Shared with dot_tile_iq16.hpp.
+template <int G>
+inline void group_starts(const formats::q8_K::block& b, int off, std::int32_t* start) {
+  static_assert(G == 8 || G == 16);
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i v[4];  // v[k]: four-byte sums of bytes 64k .. 64k+63, lane 4q + t: bytes 64k + 16q + 4t ..
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) v[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, load(b.qs + 64 * k));
+  const __m512i x0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i x1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(x0, x1), _mm512_unpackhi_epi64(x0, x1));  // lane 4q + k: 16-byte group 4k + q
+  t = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), t);
+  t = _mm512_mullo_epi32(t, _mm512_set1_epi32(-off));
+  if constexpr (G == 16) {
+    _mm512_storeu_si512(start, t);
+  } else {  // pairs of 16-byte groups
+    const __m512i pairs = _mm512_add_epi32(t, _mm512_srli_epi64(t, 32));  // even lanes
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(start), _mm512_cvtepi64_epi32(pairs));
+  }
+}
+
 // Per column, for the activation blocks i0 .. i0+m-1 (m <= 16): each block's da, and per
 // part -off * its byte sum, and for the affine formats da * float(byte sum). Sums are
 // exact int32.
@@ -598,14 +621,11 @@ struct column_terms {
       if constexpr (L::A::block_size == qk_k) {  // q8_K: float d, one part per block
         for (int l = 0; l < m; ++l) {
           da[c][l] = y[l].d;
-          if constexpr (G > 1) {  // groups of 256 / G bytes, here 32: two to a 64-byte load
+          if constexpr (G > 1) {  // groups of 256 / G bytes (iq4_xs: 32). Eight horizontal
+            // reductions per block instead measured iq4_xs prompt 106-123 GFLOP/s (0.70-0.76 of
+            // the reference, one thread), the tile alone about 300: this fill ran per tile
             static_assert(G == 8);
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; ++k) {
-              const __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), load(y[l].qs + 64 * k));
-              start[c][G * l + 2 * k] = -F::off * _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00ff, v));
-              start[c][G * l + 2 * k + 1] = -F::off * _mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0xff00, v));
-            }
+            group_starts<G>(y[l], F::off, start[c] + G * l);
           } else {
             __m512i v = _mm512_setzero_si512();
 #pragma GCC unroll 4
