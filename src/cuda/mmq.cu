@@ -42,15 +42,16 @@ namespace gk::cuda::q8 {
 // formats that ask: q4_1, q5_1, iq1_m). Found by argument-dependent lookup.
 struct mma_x {
   int s0, s1;
-  const int* gs;
+  int4 gs;  // one 16-byte shared load per (column, chunk) instead of four
 };
 __device__ __forceinline__ int dot8(const unsigned*, const mma_x& x, int from, int n) {
   return n == 8 ? x.s0 + x.s1 : (from == 0 ? x.s0 : x.s1);
 }
 __device__ __forceinline__ int sum8(const mma_x& x, int from, int n) {
+  const int g[4] = {x.gs.x, x.gs.y, x.gs.z, x.gs.w};
   int s = 0;
 #pragma unroll
-  for (int g = from / 2; g < (from + n) / 2; ++g) s += x.gs[g];
+  for (int i = from / 2; i < (from + n) / 2; ++i) s += g[i];
   return s;
 }
 // A column's activation scales (and q8_K's 16-value sums) of one k-step in shared memory,
@@ -83,19 +84,37 @@ constexpr bool mmq_halves = W::id == type::q2_K || W::id == type::q3_K || W::id 
 template <class W>
 constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id == type::iq1_m;
 
-constexpr int mmq_threads = 128, mmq_bm = 64, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
+// A block is 2 x WN warps: 64 rows by WN * 8 * NI columns.
+constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
+template <int WN>
+constexpr int mmq_threads = 32 * mmq_wm * WN;
 // NI = 2 for every format with q8_K activations or 2 parts (warp 32 x 16, 96-160 registers
 // instead of 150-226, so 3-4 blocks an SM instead of 2) was measured slower on the H200
 // (N 512: q4_K 67 -> 62, q5_K 61 -> 54, q6_K 92 -> 71, iq2_xxs 125 -> 105 TFLOP/s at M
 // 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 template <class W>
 constexpr int mmq_ni = q8::q8dot<W>::np >= 3 ? 2 : 4;
+template <class W, int WN>
+constexpr int mmq_bn = 8 * WN * mmq_ni<W>;
+// WN = 4 (8 warps, each weight tile unpacked for twice the columns) where it measured
+// faster on the H200 (N 512, M 4096 / 14336, TFLOP/s, WN 2 -> 4, one run each):
+// iq2_xxs 116 / 119 -> 142 / 140, iq3_xxs 111 / 108 -> 139 / 135, iq3_s 84 / 114 -> 130 /
+// 124, iq4_xs 117 / 108 -> 143 / 143, q4_K 67 / 67 -> 72 / 74, q5_K 61 / 59 -> 67 / 70,
+// iq1_m 37 / 37 -> 40 / 40; mixed but kept: iq2_xs 78 / 104 -> 93 / 94, iq2_s 81 / 103 ->
+// 92 / 95, iq1_s 67 / 92 -> 81 / 83. Mixed or worse, so 4 warps: q8_0 (79 / 86 -> 86 / 78),
+// q4_0, q5_0, mxfp4, q6_K (66 / 92 -> 79 / 84), q3_K; equal: q2_K, q4_1, nvfp4.
+// GK_CUDA_MMQ_WN=2|4 overrides (for measuring).
 template <class W>
-constexpr int mmq_bn = 16 * mmq_ni<W>;
+constexpr int mmq_wn_default = (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs ||
+                                W::id == type::iq2_xxs || W::id == type::iq2_xs || W::id == type::iq2_s ||
+                                W::id == type::iq3_xxs || W::id == type::iq3_s || W::id == type::iq1_s ||
+                                W::id == type::iq1_m)
+                                   ? 4
+                                   : 2;
 
-template <class W>
+template <class W, int WN>
 struct mmq_smem {
-  static constexpr int bn = mmq_bn<W>;
+  static constexpr int bn = mmq_bn<W, WN>;
   static constexpr bool k_act = W::dot_type::block_size == 256;
   static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
   static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
@@ -149,11 +168,12 @@ __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsign
 #endif
 }
 
-template <class W>
-__global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_cols act, int plant) {
+template <class W, int WN>
+__device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant) {
   using Q = q8::q8dot<W>;
-  using L = mmq_smem<W>;
-  constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W>;
+  using L = mmq_smem<W, WN>;
+  constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W, WN>;
+  constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   extern __shared__ __align__(16) unsigned char sm[];
   unsigned char* const at = sm + L::a;
@@ -164,7 +184,7 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
   unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
+  const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mmq_bm);
   const std::int64_t groups_per_slab = (p.n + BN - 1) / BN;
   const std::int64_t n_groups = (p.ncols / p.n) * groups_per_slab;
@@ -198,7 +218,7 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
       __syncthreads();  // the previous step's tiles are read
       // the columns' codes, in flight while the weights are unpacked (columns past the end
       // read the last one; never written)
-      for (int i = tid; i < BN * 16; i += mmq_threads) {
+      for (int i = tid; i < BN * 16; i += NT) {
         const int j = i >> 4, piece = i & 15;
         if (piece >= 2 * nch) continue;
         const std::int64_t q = q0 + (j < nc ? j : nc - 1);
@@ -211,7 +231,7 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
       // aligned word holding a field's last byte: at most 3 bytes past the tensor, never
       // past its allocation's granule (the mat-vec's direct kernel does the same).
       auto job = [&](int it) {
-        const int i = tid + it * mmq_threads, r = i >> 3, c = i & 7;
+        const int i = tid + it * NT, r = i >> 3, c = i & 7;
         if (c >= nch) return;
         const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1;
         const auto* b = reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + (blk0 + c / CH) * S;
@@ -223,13 +243,13 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
         store_meta<W>(u, smeta + r * L::meta_row + c * L::meta_words);
       };
       if constexpr (W::id == type::tq1_0) {  // its trit unpacker unrolled 4 times spills
-        for (int it = 0; it < mmq_bm * 8 / mmq_threads; ++it) job(it);
+        for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
       } else {  // unrolled: the loads of all four jobs in flight at once
 #pragma unroll
-        for (int it = 0; it < mmq_bm * 8 / mmq_threads; ++it) job(it);
+        for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
       }
       // the columns' scales and sums
-      for (int i = tid; i < BN * 8; i += mmq_threads) {
+      for (int i = tid; i < BN * 8; i += NT) {
         const int j = i >> 3, k = i & 7;
         const std::int64_t q = q0 + (j < nc ? j : nc - 1);
         const q8::act_col ac{act.base + q * act.col_stride, act.d_off, act.bs_off};
@@ -243,7 +263,7 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
       mv::copy_async_wait<0>();
       __syncthreads();
       if constexpr (mmq_gsums<W>) {
-        for (int i = tid; i < BN * 32; i += mmq_threads) {
+        for (int i = tid; i < BN * 32; i += NT) {
           const int j = i >> 5, grp8 = i & 31;  // group of 8 codes: chunk grp8 / 4
           if (grp8 >= 4 * nch) continue;
           const int* x = reinterpret_cast<const int*>(bt + j * mmq_ld + 8 * grp8);
@@ -305,7 +325,8 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
-              const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], sgs + (j * 8 + c) * 4};
+              const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e],
+                               mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{}};
               const q8::mma_act a{sd + 8 * j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0};
               int pp[NP];
               Q::part(u[mi][e >> 1], x, a, kc, pp);
@@ -336,15 +357,43 @@ __global__ __launch_bounds__(mmq_threads) void matmul_mmq(mm_args p, q8::act_col
   }
 }
 
+// Two kernel names, so each has its own launch record (src/cuda/launches/mmq.txt).
+template <class W>
+__global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, int plant) {
+  mmq_body<W, 2>(p, act, plant);
+}
+template <class W>
+__global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, int plant) {
+  mmq_body<W, 4>(p, act, plant);
+}
+
+template <class W, int WN>
+void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
+  constexpr std::size_t smem = mmq_smem<W, WN>::bytes;
+  static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
+  constexpr auto kernel = WN == 4 ? matmul_mmq_wide<W> : matmul_mmq<W>;
+  mv::allow_smem<kernel>(smem, x.props.device);
+  const std::int64_t slabs = p.ncols / p.n;
+  constexpr int bn = mmq_bn<W, WN>;
+  const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(slabs * ((p.n + bn - 1) / bn)));
+  kernel<<<grid, mmq_threads<WN>, smem, x.stream>>>(p, a, g_plant);
+  GK_CUDA_LAUNCHED();
+}
+
+int mmq_wn_env() {  // 0: each format's default
+  static const int v = [] {
+    const char* e = std::getenv("GK_CUDA_MMQ_WN");
+    const int n = e ? std::atoi(e) : 0;
+    return n == 2 || n == 4 ? n : 0;
+  }();
+  return v;
+}
+
 template <class W>
 void run(const mm_args& p, const q8::act_cols& a, exec& x) {
-  constexpr std::size_t smem = mmq_smem<W>::bytes;
-  static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
-  mv::allow_smem<matmul_mmq<W>>(smem, x.props.device);
-  const std::int64_t slabs = p.ncols / p.n;
-  const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(slabs * ((p.n + mmq_bn<W> - 1) / mmq_bn<W>)));
-  matmul_mmq<W><<<grid, mmq_threads, smem, x.stream>>>(p, a, g_plant);
-  GK_CUDA_LAUNCHED();
+  const int wn = mmq_wn_env() ? mmq_wn_env() : mmq_wn_default<W>;
+  if (wn == 4) run_wn<W, 4>(p, a, x);
+  else run_wn<W, 2>(p, a, x);
 }
 
 }  // namespace
