@@ -56,11 +56,19 @@ __device__ __forceinline__ int sum8(const mma_x& x, int from, int n) {
 }
 // A column's activation scales (and q8_K's 16-value sums) of one k-step in shared memory,
 // indexed by the activation block's index in the row, as q8dot's act_col is.
+// Cached: the one activation scale the block term asks for, already in a register (the
+// formats whose term reads only its own block's d: every 32-weight format, and every q8_K
+// format, whose k-step is one activation block).
+template <bool Cached>
 struct mma_act {
   const float* dd;
   const short* bs;
   std::int64_t blk0;
-  __device__ __forceinline__ float d(std::int64_t blk) const { return dd[blk - blk0]; }
+  float dc;
+  __device__ __forceinline__ float d(std::int64_t blk) const {
+    if constexpr (Cached) return dc;
+    else return dd[blk - blk0];
+  }
   __device__ __forceinline__ const short* bsums(std::int64_t blk) const { return bs + 16 * (blk - blk0); }
 };
 
@@ -111,6 +119,29 @@ constexpr int mmq_wn_default = (W::id == type::q4_K || W::id == type::q5_K || W:
                                 W::id == type::iq1_m)
                                    ? 4
                                    : 2;
+
+// Per format, as measured on the H200 (N 512, M 4096 / 14336, TFLOP/s; budget 0.03 s):
+// mmq_cached: a column's activation scale read once per chunk for its 4 outputs (mma_act)
+// instead of per output. Nsight Compute (q8_0, M 4096): shared memory was the busiest unit
+// (L1 82% of peak, 13.6 M shared loads, 1.6-way conflicts), and the per-output scale loads
+// were 46% of those loads. It costs registers (q8_0 96 -> 134), so the 4-warp kernel of the
+// cached 32-weight formats and q3_K/q6_K is capped for 4 blocks an SM (mmq_occ, 128
+// registers): q8_0 79 / 86 -> 93 / 99, q4_0 83 / 92 -> 96 / 104, q4_1 42 / 36 -> 49 / 44,
+// q5_0 80 / 90 -> 91 / 101, iq4_nl 79 / 89 -> 87 / 101, mxfp4 80 / 91 -> 88 / 101, q6_K 67 /
+// 92 -> 91 / 91, q3_K 77 / 94 -> 85 / 90; q4_K 72 / 74 -> 77 / 80 and q5_K 67 / 70 -> 72 /
+// 75 (8 warps, uncapped), q2_K 62 / 64 -> 64 / 67 (uncapped; capped it fell to 37 / 38).
+// The 8-warp lattice formats lost with it (iq4_xs 143 / 143 -> 108 / 114, iq2_xxs 142 / 140
+// -> 110 / 117, iq3_s 130 / 124 -> 107 / 112: 150 registers, one block an SM instead of
+// two): they, and the formats not measured with it (q5_1, q8_1, q1_0, q2_0, tq1_0, tq2_0),
+// keep the per-output loads, as does nvfp4 (its term reads two blocks' scales; the cap alone
+// left it at 33 / 34).
+template <class W>
+constexpr bool mmq_cached = W::id == type::q8_0 || W::id == type::q4_0 || W::id == type::q4_1 ||
+                            W::id == type::q5_0 || W::id == type::iq4_nl || W::id == type::mxfp4 ||
+                            W::id == type::q2_K || W::id == type::q3_K || W::id == type::q4_K ||
+                            W::id == type::q5_K || W::id == type::q6_K;
+template <class W>
+constexpr bool mmq_occ = mmq_cached<W> && W::id != type::q2_K && W::id != type::q4_K && W::id != type::q5_K;
 
 template <class W, int WN>
 struct mmq_smem {
@@ -175,6 +206,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
   constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W, WN>;
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
+  constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
   extern __shared__ __align__(16) unsigned char sm[];
   unsigned char* const at = sm + L::a;
   unsigned char* const bt = sm + L::b;
@@ -318,26 +350,46 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
           }
         const bool block_end = c % CH == CH - 1;
         const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
+        auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol) {
+          const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
+          const q8::mma_act<D_CACHED> a{sd + 8 * j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol};
+          int pp[NP];
+          Q::part(u[mi][h], x, a, kc, pp);
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi)
+          for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
+          if (block_end) {
+            if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
+#pragma unroll
+            for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
+          }
+        };
+        if constexpr (D_CACHED) {
+          // a thread's 2 NI columns one at a time: the column's scale (and code sums) read
+          // from shared memory once for its 4 outputs of the chunk (see mmq_cached)
 #pragma unroll
           for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
-              const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e],
-                               mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{}};
-              const q8::mma_act a{sd + 8 * j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0};
-              int pp[NP];
-              Q::part(u[mi][e >> 1], x, a, kc, pp);
+            for (int e1 = 0; e1 < 2; ++e1) {
+              const int j = wn * 8 * NI + ni * 8 + 2 * t + e1;
+              const float dcol = sd[8 * j + (K_ACT ? 0 : c)];
+              const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{};
 #pragma unroll
-              for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
-              if (block_end) {
-                if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][e >> 1], a, kb, pt[mi][ni][e]);
+              for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-                for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
-              }
+                for (int h = 0; h < 2; ++h) output(mi, ni, 2 * h + e1, h, j, dcol, gcol);
             }
+        } else {
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
+                output(mi, ni, e, e >> 1, j, 0.0f,
+                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{});
+              }
+        }
       }
     }
 #pragma unroll
@@ -363,6 +415,10 @@ __global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_
   mmq_body<W, 2>(p, act, plant);
 }
 template <class W>
+__global__ __launch_bounds__(mmq_threads<2>, 4) void matmul_mmq_occ(mm_args p, q8::act_cols act, int plant) {
+  mmq_body<W, 2>(p, act, plant);
+}
+template <class W>
 __global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, int plant) {
   mmq_body<W, 4>(p, act, plant);
 }
@@ -371,7 +427,11 @@ template <class W, int WN>
 void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
   constexpr std::size_t smem = mmq_smem<W, WN>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
-  constexpr auto kernel = WN == 4 ? matmul_mmq_wide<W> : matmul_mmq<W>;
+  constexpr auto kernel = [] {
+    if constexpr (WN == 4) return matmul_mmq_wide<W>;
+    else if constexpr (mmq_occ<W>) return matmul_mmq_occ<W>;
+    else return matmul_mmq<W>;
+  }();
   mv::allow_smem<kernel>(smem, x.props.device);
   const std::int64_t slabs = p.ncols / p.n;
   constexpr int bn = mmq_bn<W, WN>;
