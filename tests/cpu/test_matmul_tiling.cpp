@@ -31,6 +31,7 @@ const shape shapes[] = {
     {256, 5, 1, 2, 3, 1, 3},    // decode-shaped, broadcast r2 = 2, r3 = 1
     {256, 37, 1, 1, 1, 1, 1},   // decode through 16-row tiles, ragged rows
     {512, 67, 1, 3, 1, 1, 1},   // the same over three slabs of one weight
+    {4096, 200, 19, 2, 1, 1, 1},  // rows long enough for several super-blocks of rows (task_order)
 };
 
 struct fixture {

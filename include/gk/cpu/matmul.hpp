@@ -4,8 +4,9 @@
 // mul_mat tiles the output on both axes: a tile is `tile_rows` weight rows by `tile_cols`
 // activation columns of one (i2, i3) slab. Before a tile, the thread encodes its columns
 // into the weight's activation format (W::dot_type: q8_0, q8_1, q8_K, or the float type)
-// once, as a panel, and keeps it while the next tile has the same (column block, i2, i3),
-// which is the order tiles are handed out in. Each output element is one
+// once, as a panel, and keeps the panels of a slab's column blocks while it works through
+// the slab, since tiles are handed out a super-block of weight rows at a time, column block
+// by column block (task_order). Each output element is one
 // dot_kernel<W, T>::row of a weight row and a panel column, so the result does not depend
 // on the tiling or on which thread took a tile: bit-identical at every thread count.
 // Tiles are handed out through the node's shared counter (threads that finish early take
@@ -106,6 +107,51 @@ inline void encode_panel(panel<A>& p, const tensor* b, std::int64_t c0, std::int
   }
 }
 
+// Prompt tasks go by super-blocks of weight rows: all column blocks of a slab are done
+// against one super-block (superblock_bytes of weight rows, at least one row block) before
+// the next starts, column block by column block, its row blocks inside, so the super-block
+// stays in L2 (1 MiB a core on Zen 5) while each column block's panel is used against it.
+// Row block fastest over the whole weight, as before, streams every weight row once per
+// column block: at N = 64 eight passes over a 4096 x 4096 weight (64 MiB f32, 32 MiB f16)
+// that no cache holds, and the float 4 x 4 tiles, 120-130 GFLOP/s on L2-resident data,
+// ran the matmul at 47-90. bench_matmul, N = 64, Zen 5 share of two loaded cores, GFLOP/s
+// (ratio to the reference), row block fastest -> super-blocks, three rounds alternating,
+// one thread: f32 47-54 (0.81-0.90) -> 78-83 (1.38-1.40), f16 79-90 (0.56-0.63) -> 94-105
+// (0.74-0.78), bf16 75-90 (0.43-0.48) -> 95-105 (0.53-0.61), q4_K 262-296 -> 291-378, q6_K
+// 157-182 -> 183-250, q8_0 200-262 -> 230-281, q4_0 278-308 -> 231-313 (1.16-1.25 ->
+// 1.13-1.28); two threads, once: f32 91 -> 132, f16 143 -> 181, q4_K 455 -> 508. 128-384
+// KiB ran alike on a quiet machine; 256 because at 384 iq2_xxs fell from about 260 to
+// 125-210 while another job shared the cores (likely its super-block, 23 x 16 rows, and
+// eight q8_K panels, 388 + 299 KiB, no longer fitting what is left of L2), at 256 it did not.
+inline constexpr std::size_t superblock_bytes = std::size_t{256} << 10;
+// A thread comes back to each column block once per super-block, so it keeps the panels of
+// all column blocks of its slab (of a group of them, as many as fit in panel_bytes of its
+// scratch, which the pool keeps). Re-encoding one panel at a time instead, measured at
+// N = 64 with 384 KiB super-blocks: f16 104-105 -> 71-76, q8_0 263-267 -> 185-229, q4_K
+// 334-341 -> 264-270 GFLOP/s. Activations that already are packed rows of A are pointers.
+inline constexpr std::size_t panel_bytes = std::size_t{4} << 20;
+
+// The task order. A slab's tasks split into groups of `group` column blocks; within a
+// group, super-blocks of `sr` row blocks; within a super-block, column block major. With
+// one column block (decode) this is row block fastest, which decode's claim-ahead wants.
+struct task_order {
+  std::int64_t n_rb, n_cb, ne2, group, sr;
+  struct task {
+    std::int64_t rb, cb, i2, i3;
+  };
+  task operator()(std::int64_t t) const noexcept {
+    const std::int64_t slab = t / (n_rb * n_cb);
+    std::int64_t u = t - slab * n_rb * n_cb;
+    const std::int64_t g = u / (n_rb * group);
+    u -= g * n_rb * group;
+    const std::int64_t g_cb = std::min(group, n_cb - g * group);
+    const std::int64_t s = u / (sr * g_cb);
+    u -= s * sr * g_cb;
+    const std::int64_t s_rb = std::min(sr, n_rb - s * sr);
+    return {s * sr + u % s_rb, g * group + u / s_rb, slab % ne2, slab / ne2};
+  }
+};
+
 template <BlockFormat W, simd::Target T, fault F = fault::none>
 void mul_mat(const exec& ex, tensor* dst) {
   using A = typename W::dot_type;
@@ -118,11 +164,22 @@ void mul_mat(const exec& ex, tensor* dst) {
   const std::int64_t n_cb = (n + tile_cols - 1) / tile_cols;
   const std::int64_t n_tasks = n_rb * n_cb * ne2 * ne3;
 
-  auto* store = ex.scr->get<typename A::block>(0, static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k) /
-                                                      sizeof(typename A::block));
+  const std::size_t panel_size = static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k);
+  const std::int64_t group =
+      b_is_native<A>(b) ? n_cb : std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / panel_size), 1, n_cb);
+  const std::int64_t sr = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(superblock_bytes / (static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))));
+  const task_order order{n_rb, n_cb, ne2, group, sr};
+
+  // Column block cb's panel lives in slot cb % group; keys[3 * slot ..] say which (cb, i2, i3)
+  // it holds (-1: none yet).
+  auto* store = b_is_native<A>(b) ? nullptr
+                                  : ex.scr->get<typename A::block>(0, static_cast<std::size_t>(group) * panel_size /
+                                                                          sizeof(typename A::block));
   float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
-  panel<A> p{};
-  std::int64_t key_cb = -1, key_i2 = -1, key_i3 = -1;
+  auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
+  auto* keys = ex.scr->get<std::int64_t>(3, 3 * static_cast<std::size_t>(group));
+  std::fill(keys, keys + 3 * group, std::int64_t{-1});
   using tile = dot_tile<W, T>;
   constexpr int tr = tile_shape<tile>::rows, tc = tile_shape<tile>::cols;
   // One column (decode) goes row by row, or through a decode_tile where the tile says so.
@@ -136,16 +193,14 @@ void mul_mat(const exec& ex, tensor* dst) {
   // -> 10.8-16.7; cache-resident 4096 x 4096, GFLOP/s, q4_0 47-59 -> 79-108, q4_K 59-85
   // -> 113-124 (bench_matmul: q4_0 0.71-0.74 -> 1.24-1.27 of the reference, q4_K
   // 0.84-0.87 -> 1.24-1.40). q8_0's and q5_K's row dots, near the read bandwidth already,
-  // stay: from memory the tile ran 0.78-0.80 and 0.86-1.06 of them.
+  // stay: from memory the tile ran 0.78-0.80 and 0.86-1.06 of them. With one column block
+  // task_order is row block fastest, and the next task's rows come from task_order too.
   const bool claim_ahead = decode_tile<tile> && n == 1;
 
   std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed);
   while (t < n_tasks) {
     const std::int64_t t_next = claim_ahead ? ex.counter->fetch_add(1, std::memory_order_relaxed) : n_tasks;
-    const std::int64_t rb = t % n_rb;
-    const std::int64_t cb = (t / n_rb) % n_cb;
-    const std::int64_t i2 = (t / (n_rb * n_cb)) % ne2;
-    const std::int64_t i3 = t / (n_rb * n_cb * ne2);
+    const auto [rb, cb, i2, i3] = order(t);
     const std::int64_t c0 = cb * tile_cols;
     std::int64_t nc = std::min(tile_cols, n - c0);
     const std::int64_t row0 = rb * tile_rows + (F == fault::tile_offset && rb > 0 ? 1 : 0);
@@ -154,23 +209,28 @@ void mul_mat(const exec& ex, tensor* dst) {
       if (nr < tile_rows) --nr;
       if (nc < tile_cols) --nc;
     }
-    const bool hit = F == fault::panel_key_cb_only ? key_cb == cb
-                                                   : (key_cb == cb && key_i2 == i2 && key_i3 == i3);
+    const std::int64_t slot = cb % group;
+    std::int64_t* key = keys + 3 * slot;  // cb, i2, i3
+    const bool hit = F == fault::panel_key_cb_only ? key[0] == cb : (key[0] == cb && key[1] == i2 && key[2] == i3);
+    panel<A>& p = panels[slot];
     if (!hit) {
-      encode_panel<A, T>(p, b, c0, std::min(tile_cols, n - c0), i2, i3, store, fbuf);
-      key_cb = cb;
-      key_i2 = i2;
-      key_i3 = i3;
+      encode_panel<A, T>(p, b, c0, std::min(tile_cols, n - c0), i2, i3,
+                         store ? store + static_cast<std::size_t>(slot) * panel_size / sizeof(typename A::block)
+                               : nullptr,
+                         fbuf);
+      key[0] = cb;
+      key[1] = i2;
+      key[2] = i3;
     }
     float* ycol[tile_cols];
     for (std::int64_t c = 0; c < nc; ++c) ycol[c] = reinterpret_cast<float*>(dst->at(c0 + c, i2, i3));
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(a->at(r, i2 / r2, i3 / r3)); };
-    const char* next = nullptr;  // the next task's rows, where claimed ahead (n == 1: n_cb == 1)
+    const char* next = nullptr;  // the next task's rows, where claimed ahead
     std::size_t next_bytes = 0;
     if (t_next < n_tasks) {
-      const std::int64_t rb_n = t_next % n_rb, i2_n = (t_next / n_rb) % ne2, i3_n = t_next / (n_rb * ne2);
-      next = a->at(rb_n * tile_rows, i2_n / r2, i3_n / r3);
-      next_bytes = row_block_bytes(a, rb_n * tile_rows);
+      const auto nt = order(t_next);
+      next = a->at(nt.rb * tile_rows, nt.i2 / r2, nt.i3 / r3);
+      next_bytes = row_block_bytes(a, nt.rb * tile_rows);
     }
     std::int64_t r = row0;
     auto run = [&]<int C>(const typename W::block* const* w, std::int64_t c) {
