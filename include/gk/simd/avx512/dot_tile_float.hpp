@@ -42,8 +42,9 @@ using namespace gk::simd::avx512_ops;
 // floats), so fma(w, a, acc) rounds once, exactly as the definition's add of the rounded
 // (that is, exact) product does: the same bits, including zero signs. It halves the tile's
 // floating-point operations, which bound it: one thread, N = 64, 4096 x 4096 (bench_matmul),
-// f16 100 -> 151 GFLOP/s (0.73 -> 1.08-1.10 of the reference), two runs. Not for f32 (its products round)
-// or bf16 (exact too, but a product below 2^-126 rounds in the definition and not in an FMA).
+// f16 100 -> 151 GFLOP/s (0.73 -> 1.08-1.10 of the reference), two runs. Not for f32 (its
+// products round) or bf16 (exact too, but a product below 2^-126 rounds in the definition
+// and not in an FMA).
 template <class B>
 inline __m512 step(__m512 acc, __m512 w, __m512 a) {
   if constexpr (std::is_same_v<B, gk::f16>) return _mm512_fmadd_ps(w, a, acc);
