@@ -111,7 +111,6 @@ constexpr int mmq_bn = 8 * WN * mmq_ni<W>;
 // iq1_m 37 / 37 -> 40 / 40; mixed but kept: iq2_xs 78 / 104 -> 93 / 94, iq2_s 81 / 103 ->
 // 92 / 95, iq1_s 67 / 92 -> 81 / 83. Mixed or worse, so 4 warps: q8_0 (79 / 86 -> 86 / 78),
 // q4_0, q5_0, mxfp4, q6_K (66 / 92 -> 79 / 84), q3_K; equal: q2_K, q4_1, nvfp4.
-// GK_CUDA_MMQ_WN=2|4 overrides (for measuring).
 template <class W>
 constexpr int mmq_wn_default = (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs ||
                                 W::id == type::iq2_xxs || W::id == type::iq2_xs || W::id == type::iq2_s ||
@@ -440,20 +439,11 @@ void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
   GK_CUDA_LAUNCHED();
 }
 
-int mmq_wn_env() {  // 0: each format's default
-  static const int v = [] {
-    const char* e = std::getenv("GK_CUDA_MMQ_WN");
-    const int n = e ? std::atoi(e) : 0;
-    return n == 2 || n == 4 ? n : 0;
-  }();
-  return v;
-}
-
+// Each format compiles its one shape (mmq_wn_default): a run-time switch between both
+// (GK_CUDA_MMQ_WN while they were measured) doubled this file's compile time.
 template <class W>
 void run(const mm_args& p, const q8::act_cols& a, exec& x) {
-  const int wn = mmq_wn_env() ? mmq_wn_env() : mmq_wn_default<W>;
-  if (wn == 4) run_wn<W, 4>(p, a, x);
-  else run_wn<W, 2>(p, a, x);
+  run_wn<W, mmq_wn_default<W>>(p, a, x);
 }
 
 }  // namespace
