@@ -134,8 +134,15 @@ inline constexpr std::size_t panel_bytes = std::size_t{4} << 20;
 // The task order. A slab's tasks split into groups of `group` column blocks; within a
 // group, super-blocks of `sr` row blocks; within a super-block, column block major. With
 // one column block (decode) this is row block fastest, which decode's claim-ahead wants.
+// Decode (one column block) on two or more threads takes the row blocks of a slab from its
+// two halves in turn (task 2i: row block i, task 2i + 1: row block half + i), so two threads
+// read two streams far apart rather than neighbouring 16-row blocks: from >= 1 GiB of
+// weights, two threads (bench_matmul's decode table, same session, two runs each, gk/ref):
+// f16 0.78-0.80 -> 0.98-0.99, q8_0 0.77-0.78 -> 1.10-1.12, q4_K 0.68-0.71 -> 0.82-0.85,
+// q6_K 0.69-0.71 -> 0.98-1.02. One thread keeps the plain order.
 struct task_order {
   std::int64_t n_rb, n_cb, ne2, group, sr;
+  bool halves;
   struct task {
     std::int64_t rb, cb, i2, i3;
   };
@@ -148,7 +155,9 @@ struct task_order {
     const std::int64_t s = u / (sr * g_cb);
     u -= s * sr * g_cb;
     const std::int64_t s_rb = std::min(sr, n_rb - s * sr);
-    return {s * sr + u % s_rb, g * group + u / s_rb, slab % ne2, slab / ne2};
+    std::int64_t rb = s * sr + u % s_rb;
+    if (halves) rb = rb % 2 ? (n_rb + 1) / 2 + rb / 2 : rb / 2;  // a bijection of [0, n_rb)
+    return {rb, g * group + u / s_rb, slab % ne2, slab / ne2};
   }
 };
 
@@ -169,7 +178,7 @@ void mul_mat(const exec& ex, tensor* dst) {
       b_is_native<A>(b) ? n_cb : std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / panel_size), 1, n_cb);
   const std::int64_t sr = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(superblock_bytes / (static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))));
-  const task_order order{n_rb, n_cb, ne2, group, sr};
+  const task_order order{n_rb, n_cb, ne2, group, sr, n_cb == 1 && ex.nth >= 2};
 
   // Column block cb's panel lives in slot cb % group; keys[3 * slot ..] say which (cb, i2, i3)
   // it holds (-1: none yet).
