@@ -55,7 +55,8 @@ __device__ __forceinline__ int sum8(const mma_x& x, int from, int n) {
   return s;
 }
 // A column's activation scales (and q8_K's 16-value sums) of one k-step in shared memory,
-// indexed by the activation block's index in the row, as q8dot's act_col is.
+// indexed by the activation block's index in the row, as q8dot's act_col is; a column's
+// scales lie ld floats apart (the scales of one block for all columns are adjacent).
 // Cached: the one activation scale the block term asks for, already in a register (the
 // formats whose term reads only its own block's d: every 32-weight format, and every q8_K
 // format, whose k-step is one activation block).
@@ -65,12 +66,17 @@ struct mma_act {
   const short* bs;
   std::int64_t blk0;
   float dc;
+  int ld;
+  float ds;  // Cached, q4_1 and q5_1: mul(dc, the chunk's code sum as a float)
   __device__ __forceinline__ float d(std::int64_t blk) const {
     if constexpr (Cached) return dc;
-    else return dd[blk - blk0];
+    else return dd[(blk - blk0) * ld];
   }
   __device__ __forceinline__ const short* bsums(std::int64_t blk) const { return bs + 16 * (blk - blk0); }
 };
+// q4_1 and q5_1's d(a) * sum(a), the same for the column's 4 outputs of a chunk: once per
+// column (mmq_body) instead of once per output
+__device__ __forceinline__ float d_times_sum(const mma_act<true>& a, std::int64_t, int) { return a.ds; }
 
 }  // namespace gk::cuda::q8
 
@@ -91,6 +97,9 @@ constexpr bool mmq_halves = W::id == type::q2_K || W::id == type::q3_K || W::id 
 // formats whose block dot adds up activation codes
 template <class W>
 constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id == type::iq1_m;
+// of those, the formats whose term takes d(a) times the whole chunk's code sum (d_times_sum)
+template <class W>
+constexpr bool mmq_dsum = W::id == type::q4_1 || W::id == type::q5_1;
 
 // A block is 2 x WN warps: 64 rows by WN * 8 * NI columns.
 constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
@@ -135,12 +144,35 @@ constexpr int mmq_wn_default = (W::id == type::q4_K || W::id == type::q5_K || W:
 // keep the per-output loads, as does nvfp4 (its term reads two blocks' scales; the cap alone
 // left it at 33 / 34).
 template <class W>
-constexpr bool mmq_cached = W::id == type::q8_0 || W::id == type::q4_0 || W::id == type::q4_1 ||
+constexpr bool mmq_cached = W::id == type::q8_0 || W::id == type::q4_0 || W::id == type::q4_1 || W::id == type::q5_1 ||
                             W::id == type::q5_0 || W::id == type::iq4_nl || W::id == type::mxfp4 ||
                             W::id == type::q2_K || W::id == type::q3_K || W::id == type::q4_K ||
                             W::id == type::q5_K || W::id == type::q6_K;
 template <class W>
 constexpr bool mmq_occ = mmq_cached<W> && W::id != type::q2_K && W::id != type::q4_K && W::id != type::q5_K;
+
+// Weights staged (mmq_body): each k-step's weight bytes copied whole into shared memory by
+// coalesced cp.async one step ahead, and unpacked from there, instead of a thread per (row,
+// chunk) reading its fields from global memory. The global reads touched 11 times the
+// sectors they used (Nsight Compute, q8_0 M 4096: 4.3 of 32 bytes a sector; 10.2 M of the
+// kernel's 22 M L1 wavefronts). Measured on the H200 (N 512, M 4096 / 14336, TFLOP/s,
+// direct -> staged), it pays for the 8-warp kernels: q4_K 75 / 79 -> 78 / 82, q5_K 72 / 75
+// -> 75 / 78, iq1_m 40 / 40 -> 49 / 50, iq2_s 92 / 95 -> 92 / 98, and with the 2-blocks cap
+// of mmq_wide_occ iq2_xs 93 / 94 -> 113 / 121, iq1_s 81 / 83 -> 92 / 97, iq3_s 130 / 124 ->
+// 135 / 146, iq3_xxs 139 / 135 -> 139 / 151, iq2_xxs 145 / 150 -> 147 / 160, iq4_xs 142 /
+// 147 -> 142 / 154. The 4-warp kernels lost at M 4096 (q8_0 89 / 95 -> 82 / 93, q6_K 92 /
+// 93 -> 74 / 93, q4_1 52 / 49 -> 32 / 41): the copy loop's instructions and the step's extra
+// exposed latency cost more than the loads saved; they read global memory directly.
+template <class W>
+constexpr bool mmq_staged = mmq_wn_default<W> == 4;
+// The 8-warp kernel capped at 128 registers for 2 blocks an SM (matmul_mmq_wide_occ): the
+// staged formats that measured faster with it (above; iq2_s 92 / 98 -> 111 / 119). Capped,
+// q4_K (221 registers uncapped) fell 79 / 83 -> 74 / 68, q5_K 74 / 77 -> 71 / 65, iq1_m 49 /
+// 50 -> 47 / 48: they stay at one block an SM.
+template <class W>
+constexpr bool mmq_wide_occ = W::id == type::iq4_xs || W::id == type::iq2_xxs || W::id == type::iq3_xxs ||
+                              W::id == type::iq3_s || W::id == type::iq2_xs || W::id == type::iq1_s ||
+                              W::id == type::iq2_s;
 
 template <class W, int WN>
 struct mmq_smem {
@@ -148,15 +180,25 @@ struct mmq_smem {
   static constexpr bool k_act = W::dot_type::block_size == 256;
   static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
   static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
-  static constexpr int d = b + bn * mmq_ld;                // [bn][8] activation scales
+  // [8 blocks][bn] activation scales (q8_K: [bn]): the 4 lanes of a fragment group read
+  // 4 column pairs, adjacent words (the [bn][8] layout put them in 2 banks)
+  static constexpr int d = b + bn * mmq_ld;
   static constexpr int bs = d + bn * 8 * 4;                // [bn][16] q8_K sums
-  static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [bn][8 chunks][4] code sums
+  static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [8 chunks][bn][4] code sums
   // [bm][8 chunks] the unpacked chunk's fields after its codes (scales, ...), rows of an
   // odd number of words: the 8 rows of a warp's fragment groups read different banks
   static constexpr int meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
   static constexpr int meta_row = 8 * meta_words + 1;
   static constexpr int meta = gs + (mmq_gsums<W> ? bn * 32 * 4 : 0);
-  static constexpr int bytes = meta + mmq_bm * meta_row * 4;
+  // [bm][raw_ld] the next k-step's weight bytes as stored, each row from the aligned piece
+  // holding its first byte (raw_piece bytes a copy), plus 16 bytes: ld_words reads the word
+  // after a field's last byte
+  static constexpr int step_bytes = 256 / W::block_size * static_cast<int>(sizeof(typename W::block));
+  static constexpr int raw_piece = step_bytes > 256 ? 8 : 16;
+  static constexpr int raw_ld = (step_bytes + raw_piece - 1) / raw_piece * raw_piece + raw_piece;
+  static constexpr int raw = meta + mmq_bm * meta_row * 4;
+  static constexpr int bytes = raw + (mmq_staged<W> ? mmq_bm * raw_ld + 16 : 0);
+  static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0);
 };
 
 // A chunk's fields past its codes, as words (std::bit_cast: the fields are 4-byte ints and
@@ -198,6 +240,17 @@ __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsign
 #endif
 }
 
+template <int N>
+__device__ __forceinline__ void copy_async_n(void* smem, const void* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(N));
+#else
+  std::memcpy(smem, gmem, N);
+#endif
+}
+
 template <class W, int WN>
 __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant) {
   using Q = q8::q8dot<W>;
@@ -206,6 +259,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
+  constexpr bool STAGED = mmq_staged<W>;
   extern __shared__ __align__(16) unsigned char sm[];
   unsigned char* const at = sm + L::a;
   unsigned char* const bt = sm + L::b;
@@ -213,6 +267,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
   short* const sbs = reinterpret_cast<short*>(sm + L::bs);
   int* const sgs = reinterpret_cast<int*>(sm + L::gs);
   unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
+  unsigned char* const sraw = sm + L::raw;
+  constexpr int PIECE = L::raw_piece, MAXP = L::raw_ld / PIECE;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
@@ -230,6 +286,34 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
     float* y0;
     mv::column_of(p, q0, w, y0);
 
+    // A row's weight bytes of the k-step at chunk kcs, copied whole into sraw: coalesced
+    // pieces, where a thread per (row, chunk) reading its own fields from global memory
+    // touched 11 times the sectors it used (Nsight Compute, q8_0: 4.3 of 32 bytes a sector).
+    // Rows past the end read the last row (never written).
+    auto row_bytes = [&](int r, std::int64_t kcs) {
+      const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1;
+      return reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + (kcs / CH) * S;
+    };
+    auto stage = [&](std::int64_t kcs) {
+      if constexpr (!STAGED) return;
+      const int n = static_cast<int>(chunks - kcs < 8 ? chunks - kcs : 8) / CH * S;
+#pragma unroll 1
+      for (int i = tid; i < mmq_bm * MAXP; i += NT) {
+        const int r = i / MAXP, pc = i % MAXP;
+        const auto s0 = reinterpret_cast<std::uintptr_t>(row_bytes(r, kcs));
+        const std::uintptr_t a0 = s0 & ~static_cast<std::uintptr_t>(PIECE - 1);
+        if (a0 + static_cast<std::uintptr_t>(PIECE * pc) < s0 + n)
+          copy_async_n<PIECE>(sraw + r * L::raw_ld + PIECE * pc, reinterpret_cast<const void*>(a0 + PIECE * pc));
+      }
+      mv::copy_async_commit();
+    };
+    stage(0);
+    // the low address bits of the rows of this thread's unpack jobs (32 bits suffice)
+    unsigned row_mis[mmq_bm * 8 / NT];
+#pragma unroll
+    for (int it = 0; it < mmq_bm * 8 / NT; ++it)
+      row_mis[it] = STAGED ? static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row_bytes((tid + it * NT) >> 3, 0))) : 0u;
+
     float acc[2][NI][4];
     int pt[2][NI][4][NP];
 #pragma unroll
@@ -245,8 +329,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
 
     for (std::int64_t kc0 = 0; kc0 < chunks; kc0 += 8) {
       const int nch = static_cast<int>(chunks - kc0 < 8 ? chunks - kc0 : 8);  // whole blocks
-      const std::int64_t blk0 = kc0 / CH;
-      __syncthreads();  // the previous step's tiles are read
+      if constexpr (STAGED) mv::copy_async_wait<0>();  // this step's weight bytes
+      __syncthreads();  // the previous step's tiles are read; every thread's bytes landed
       // the columns' codes, in flight while the weights are unpacked (columns past the end
       // read the last one; never written)
       for (int i = tid; i < BN * 16; i += NT) {
@@ -256,16 +340,21 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
         mv::copy16_async(bt + j * mmq_ld + 16 * piece, act.base + q * act.col_stride + 32 * kc0 + 16 * piece);
       }
       mv::copy_async_commit();
-      // unpack straight from global memory: a thread per (row, chunk), the 8 chunks of 4
-      // rows in a warp (a row's bytes of the step are contiguous: 8 lanes share their
-      // sectors). Rows past the end read the last row (never written). ld_words reads the
-      // aligned word holding a field's last byte: at most 3 bytes past the tensor, never
-      // past its allocation's granule (the mat-vec's direct kernel does the same).
+      // unpack (from the staged bytes, or straight from global memory): a thread per (row,
+      // chunk), the 8 chunks of 4 rows in a warp. Rows past the end read the last row (never
+      // written). ld_words reads the aligned word holding a field's last byte: from global
+      // memory at most 3 bytes past the tensor, never past its allocation's granule (the
+      // mat-vec's direct kernel does the same); staged, the 16 bytes after sraw.
       auto job = [&](int it) {
         const int i = tid + it * NT, r = i >> 3, c = i & 7;
         if (c >= nch) return;
-        const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1;
-        const auto* b = reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + (blk0 + c / CH) * S;
+        const unsigned char* b;
+        if constexpr (STAGED) {
+          const int mis = static_cast<int>((row_mis[it] + static_cast<unsigned>(kc0 / CH) * S) & (PIECE - 1));
+          b = sraw + r * L::raw_ld + mis + (c / CH) * S;
+        } else {
+          b = row_bytes(r, kc0) + (c / CH) * S;
+        }
         typename Q::wc u;
         Q::unpack(b, c % CH, u);
         uint4* dst = reinterpret_cast<uint4*>(at + r * mmq_ld + 32 * c);
@@ -285,20 +374,21 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
         const std::int64_t q = q0 + (j < nc ? j : nc - 1);
         const q8::act_col ac{act.base + q * act.col_stride, act.d_off, act.bs_off};
         if constexpr (K_ACT) {
-          if (k == 0) sd[8 * j] = ac.d(kc0 / 8);
+          if (k == 0) sd[j] = ac.d(kc0 / 8);
           reinterpret_cast<int*>(sbs + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
         } else {
-          if (k < nch) sd[8 * j + k] = ac.d(kc0 + k);
+          if (k < nch) sd[k * BN + j] = ac.d(kc0 + k);
         }
       }
       mv::copy_async_wait<0>();
-      __syncthreads();
+      __syncthreads();  // the tiles are written; sraw is free
+      if (STAGED && kc0 + 8 < chunks) stage(kc0 + 8);  // in flight during this step's mmas
       if constexpr (mmq_gsums<W>) {
         for (int i = tid; i < BN * 32; i += NT) {
           const int j = i >> 5, grp8 = i & 31;  // group of 8 codes: chunk grp8 / 4
           if (grp8 >= 4 * nch) continue;
           const int* x = reinterpret_cast<const int*>(bt + j * mmq_ld + 8 * grp8);
-          sgs[i] = __dp4a(0x01010101, x[0], __dp4a(0x01010101, x[1], 0));
+          sgs[((grp8 >> 2) * BN + j) * 4 + (grp8 & 3)] = __dp4a(0x01010101, x[0], __dp4a(0x01010101, x[1], 0));
         }
         __syncthreads();
       }
@@ -349,9 +439,9 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
           }
         const bool block_end = c % CH == CH - 1;
         const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
-        auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol) {
+        auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum) {
           const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
-          const q8::mma_act<D_CACHED> a{sd + 8 * j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol};
+          const q8::mma_act<D_CACHED> a{sd + j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, BN, dsum};
           int pp[NP];
           Q::part(u[mi][h], x, a, kc, pp);
 #pragma unroll
@@ -363,20 +453,24 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
           }
         };
         if constexpr (D_CACHED) {
-          // a thread's 2 NI columns one at a time: the column's scale (and code sums) read
-          // from shared memory once for its 4 outputs of the chunk (see mmq_cached)
+          // a thread's 2 NI columns one pair at a time: the pair's scales (and code sums)
+          // read from shared memory once for their 8 outputs of the chunk (see mmq_cached)
 #pragma unroll
-          for (int ni = 0; ni < NI; ++ni)
+          for (int ni = 0; ni < NI; ++ni) {
+            const int j0 = wn * 8 * NI + ni * 8 + 2 * t;
+            const float2 dpair = *reinterpret_cast<const float2*>(sd + (K_ACT ? 0 : c * BN) + j0);
 #pragma unroll
             for (int e1 = 0; e1 < 2; ++e1) {
-              const int j = wn * 8 * NI + ni * 8 + 2 * t + e1;
-              const float dcol = sd[8 * j + (K_ACT ? 0 : c)];
-              const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{};
+              const int j = j0 + e1;
+              const float dcol = e1 == 0 ? dpair.x : dpair.y;
+              const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{};
+              const float dsum = mmq_dsum<W> ? q8::mul(dcol, q8::i2f_small(gcol.x + gcol.y + gcol.z + gcol.w)) : 0.0f;
 #pragma unroll
               for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) output(mi, ni, 2 * h + e1, h, j, dcol, gcol);
+                for (int h = 0; h < 2; ++h) output(mi, ni, 2 * h + e1, h, j, dcol, gcol, dsum);
             }
+          }
         } else {
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi)
@@ -386,7 +480,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
               for (int e = 0; e < 4; ++e) {
                 const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
                 output(mi, ni, e, e >> 1, j, 0.0f,
-                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (j * 8 + c) * 4) : int4{});
+                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{}, 0.0f);
               }
         }
       }
@@ -421,13 +515,18 @@ template <class W>
 __global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, int plant) {
   mmq_body<W, 4>(p, act, plant);
 }
+template <class W>
+__global__ __launch_bounds__(mmq_threads<4>, 2) void matmul_mmq_wide_occ(mm_args p, q8::act_cols act, int plant) {
+  mmq_body<W, 4>(p, act, plant);
+}
 
 template <class W, int WN>
 void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
   constexpr std::size_t smem = mmq_smem<W, WN>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
   constexpr auto kernel = [] {
-    if constexpr (WN == 4) return matmul_mmq_wide<W>;
+    if constexpr (WN == 4 && mmq_wide_occ<W>) return matmul_mmq_wide_occ<W>;
+    else if constexpr (WN == 4) return matmul_mmq_wide<W>;
     else if constexpr (mmq_occ<W>) return matmul_mmq_occ<W>;
     else return matmul_mmq<W>;
   }();
