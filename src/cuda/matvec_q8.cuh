@@ -164,6 +164,17 @@ template <class A>
 GK_Q8_FN float d_times_sum(const A& a, std::int64_t kc, int s) {
   return mul(a.d(kc), i2f_small(s));
 }
+// The q8_K sums of the 16-value groups 2 (kc % 8) and 2 (kc % 8) + 1 of activation block
+// kc / 8: chunk kc's two halves (q2_K, q4_K, q5_K, iq1_s); mmq.cu's mma_act overloads it
+// with the pair read once per column.
+struct bs_pair {
+  int lo, hi;
+};
+template <class A>
+GK_Q8_FN bs_pair bsums_of(const A& a, std::int64_t kc) {
+  const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
+  return {bs[0], bs[1]};
+}
 
 // A 16-entry table of signed bytes applied to the four codes (0 .. 15, one per byte) of b:
 // two PRMTs pick from entries 0-7 and 8-15 by the low 3 bits, bit 3 chooses.
@@ -461,9 +472,9 @@ GK_Q8_UNROLL
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
     const int s0 = dot8(u.q, x, 0, 4), s1 = dot8(u.q, x, 4, 4);
     const int sc0 = static_cast<int>(u.sc & 0xffu), sc1 = static_cast<int>(u.sc >> 8);
-    const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
+    const bs_pair bs = bsums_of(a, kc);
     p[0] = (sc0 & 0xf) * s0 + (sc1 & 0xf) * s1;
-    p[1] = bs[0] * (sc0 >> 4) + bs[1] * (sc1 >> 4);
+    p[1] = bs.lo * (sc0 >> 4) + bs.hi * (sc1 >> 4);
   }
   // (d(a) * d) * isum - (d(a) * dmin) * summs
   template <class A>
@@ -540,9 +551,9 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
-    const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
+    const bs_pair bs = bsums_of(a, kc);
     p[0] = u.sc * dot8(u.q, x, 0, 8);
-    p[1] = u.m * (bs[0] + bs[1]);
+    p[1] = u.m * (bs.lo + bs.hi);
   }
   // d * d(a) * sum_q - dmin * d(a) * sum_m
   template <class A>
@@ -803,8 +814,8 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A& a, std::int64_t kc, int* p) {
-    const short* bs = a.bsums(kc / 8) + 2 * (kc % 8);
-    const int sa = bs[0] + bs[1];
+    const bs_pair bs = bsums_of(a, kc);
+    const int sa = bs.lo + bs.hi;
     p[0] = 8 * u.ls * dot8(u.q, x, 0, 8) + u.ls * (u.neg ? -sa : sa);
   }
   // d * d(a) * (float(total) * delta)

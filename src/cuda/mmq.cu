@@ -67,7 +67,8 @@ struct mma_act {
   std::int64_t blk0;
   float dc;
   int ld;
-  float ds;  // Cached, q4_1 and q5_1: mul(dc, the chunk's code sum as a float)
+  float ds;     // Cached, q4_1 and q5_1: mul(dc, the chunk's code sum as a float)
+  bs_pair bp;  // Cached, q8_K activations: the chunk's two 16-value sums
   __device__ __forceinline__ float d(std::int64_t blk) const {
     if constexpr (Cached) return dc;
     else return dd[(blk - blk0) * ld];
@@ -77,6 +78,9 @@ struct mma_act {
 // q4_1 and q5_1's d(a) * sum(a), the same for the column's 4 outputs of a chunk: once per
 // column (mmq_body) instead of once per output
 __device__ __forceinline__ float d_times_sum(const mma_act<true>& a, std::int64_t, int) { return a.ds; }
+// and the K-quants' pair of q8_K sums: one 4-byte shared load per column and chunk instead
+// of two 2-byte loads per output
+__device__ __forceinline__ bs_pair bsums_of(const mma_act<true>& a, std::int64_t) { return a.bp; }
 
 }  // namespace gk::cuda::q8
 
@@ -439,9 +443,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
           }
         const bool block_end = c % CH == CH - 1;
         const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
-        auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum) {
+        auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum,
+                          q8::bs_pair bp) {
           const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
-          const q8::mma_act<D_CACHED> a{sd + j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, BN, dsum};
+          const q8::mma_act<D_CACHED> a{sd + j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, BN, dsum, bp};
           int pp[NP];
           Q::part(u[mi][h], x, a, kc, pp);
 #pragma unroll
@@ -465,10 +470,15 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
               const float dcol = e1 == 0 ? dpair.x : dpair.y;
               const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{};
               const float dsum = mmq_dsum<W> ? q8::mul(dcol, q8::i2f_small(gcol.x + gcol.y + gcol.z + gcol.w)) : 0.0f;
+              q8::bs_pair bp{0, 0};
+              if constexpr (K_ACT) {  // unused (and dropped) by the formats that take no sums
+                const unsigned v = *reinterpret_cast<const unsigned*>(sbs + 16 * j + 2 * c);
+                bp = {static_cast<short>(v & 0xffffu), static_cast<short>(v >> 16)};
+              }
 #pragma unroll
               for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) output(mi, ni, 2 * h + e1, h, j, dcol, gcol, dsum);
+                for (int h = 0; h < 2; ++h) output(mi, ni, 2 * h + e1, h, j, dcol, gcol, dsum, bp);
             }
           }
         } else {
@@ -480,7 +490,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
               for (int e = 0; e < 4; ++e) {
                 const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
                 output(mi, ni, e, e >> 1, j, 0.0f,
-                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{}, 0.0f);
+                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{}, 0.0f,
+                       q8::bs_pair{0, 0});
               }
         }
       }
