@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common.cuh"
 
@@ -55,14 +56,20 @@ __device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, cons
   return true;
 }
 
-__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+// N bytes (4, 8 or 16; both addresses aligned to N) copied from global to shared memory
+// without passing through registers (16: bypassing L1)
+template <int N>
+__device__ __forceinline__ void copy_async(void* smem, const void* gmem) {
+  static_assert(N == 4 || N == 8 || N == 16);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+  if constexpr (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(N));
 #else
-  *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+  std::memcpy(smem, gmem, N);
 #endif
 }
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) { copy_async<16>(smem, gmem); }
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

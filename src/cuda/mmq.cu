@@ -244,17 +244,6 @@ __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsign
 #endif
 }
 
-template <int N>
-__device__ __forceinline__ void copy_async_n(void* smem, const void* gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-  else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(N));
-#else
-  std::memcpy(smem, gmem, N);
-#endif
-}
-
 template <class W, int WN>
 __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant) {
   using Q = q8::q8dot<W>;
@@ -307,7 +296,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
         const auto s0 = reinterpret_cast<std::uintptr_t>(row_bytes(r, kcs));
         const std::uintptr_t a0 = s0 & ~static_cast<std::uintptr_t>(PIECE - 1);
         if (a0 + static_cast<std::uintptr_t>(PIECE * pc) < s0 + n)
-          copy_async_n<PIECE>(sraw + r * L::raw_ld + PIECE * pc, reinterpret_cast<const void*>(a0 + PIECE * pc));
+          mv::copy_async<PIECE>(sraw + r * L::raw_ld + PIECE * pc, reinterpret_cast<const void*>(a0 + PIECE * pc));
       }
       mv::copy_async_commit();
     };
@@ -386,7 +375,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
       }
       mv::copy_async_wait<0>();
       __syncthreads();  // the tiles are written; sraw is free
-      if (STAGED && kc0 + 8 < chunks) stage(kc0 + 8);  // in flight during this step's mmas
+      if (kc0 + 8 < chunks) stage(kc0 + 8);  // in flight during this step's mmas
       if constexpr (mmq_gsums<W>) {
         for (int i = tid; i < BN * 32; i += NT) {
           const int j = i >> 5, grp8 = i & 31;  // group of 8 codes: chunk grp8 / 4
