@@ -11,6 +11,11 @@
 // Prompt: TFLOP/s = 2*M*K*N / time. Both sides get the same weight bytes (64 rows encoded
 // by gk, tiled) and the same activations.
 //
+// mul_mat_id prompt (a second table): a Mixtral-shaped expert layer, n_as = 8 experts of
+// M x K = 14336 x 4096, 2 used per token, 512 tokens (1024 columns; experts drawn at random,
+// each pair distinct), one activation column per token; TFLOP/s = 2 * M * K * 1024 / time.
+// GK_BENCH_MOE=0 skips it.
+//
 // Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, two
 // rounds alternating gk and the reference, best over rounds; a graph's time is divided by
 // its R matmuls. GK_BENCH_FORMATS=q4_0,q4_K restricts the formats, GK_BENCH_N=1 and
@@ -136,13 +141,101 @@ struct gk_side {
   void run() { s->compute(g); }
 };
 
+// the expert layer: as [K, M, n_as], b [K, 1, T], ids [n_used, T]
+constexpr std::int64_t moe_experts = 8, moe_used = 2, moe_tokens = 512, moe_m = 14336;
+std::vector<std::int32_t> moe_ids() {
+  std::vector<std::int32_t> id(static_cast<std::size_t>(moe_used * moe_tokens));
+  std::mt19937 rng(11);
+  for (std::int64_t t = 0; t < moe_tokens; ++t) {
+    const auto a = static_cast<std::int32_t>(rng() % moe_experts);
+    auto b = static_cast<std::int32_t>(rng() % (moe_experts - 1));
+    id[2 * t] = a;
+    id[2 * t + 1] = b >= a ? b + 1 : b;
+  }
+  return id;
+}
+
+struct gk_moe_side {
+  context ctx{context_params{std::size_t{1} << 20, nullptr, true}};
+  std::unique_ptr<backend> cuda = gk::cuda::make_backend(0);
+  cpu_backend cpu{1};
+  std::unique_ptr<backend_buffer> buf;
+  graph g;
+  std::unique_ptr<sched> s;
+  bool ok = true;
+  std::string why;
+  gk_moe_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x) {
+    tensor* as = ctx.new_tensor_3d(t, K, moe_m, moe_experts);
+    tensor* b = ctx.new_tensor_3d(type::f32, K, 1, moe_tokens);
+    tensor* ids = ctx.new_tensor_2d(type::i32, moe_used, moe_tokens);
+    auto pad = [&](std::size_t n) { return (n + 255) / 256 * 256; };
+    buf = gk::cuda::device_buffer_type(0).alloc_buffer(pad(as->nbytes()) + pad(b->nbytes()) + pad(ids->nbytes()));
+    buf->init_tensor(as, 0);
+    buf->init_tensor(b, pad(as->nbytes()));
+    buf->init_tensor(ids, pad(as->nbytes()) + pad(b->nbytes()));
+    for (std::int64_t e = 0; e < moe_experts; ++e) buf->set_tensor(as, wb.data(), e * wb.size(), wb.size());
+    buf->set_tensor(b, x.data(), 0, x.size() * 4);
+    const std::vector<std::int32_t> id = moe_ids();
+    buf->set_tensor(ids, id.data(), 0, id.size() * 4);
+    tensor* y = mul_mat_id(ctx, as, b, ids);
+    y->flags |= flag_output;
+    g.build_forward_expand(y);
+    s = std::make_unique<sched>(std::vector<backend*>{cuda.get(), &cpu});
+    s->alloc_graph(g);
+    for (tensor* n : g.nodes())
+      if (s->backend_of(n) != cuda.get()) {
+        ok = false;
+        why = "mul_mat_id not on CUDA";
+      }
+  }
+  void run() { s->compute(g); }
+};
+
 #ifdef GK_BENCH_REF_CUDA
-struct ref_side {
+// what both reference sides hold: its CUDA backend, one graph
+struct ref_graph {
   ggml_backend_t be = nullptr;
   ggml_context* ctx = nullptr;
   ggml_backend_buffer_t buf = nullptr;
   ggml_cgraph* gf = nullptr;
   bool ok = true;
+  ref_graph() = default;
+  ref_graph(const ref_graph&) = delete;
+  ~ref_graph() {
+    if (buf) ggml_backend_buffer_free(buf);
+    if (ctx) ggml_free(ctx);
+    if (be) ggml_backend_free(be);
+  }
+  void run() {
+    ggml_backend_graph_compute(be, gf);
+    ggml_backend_synchronize(be);
+  }
+};
+
+struct ref_moe_side : ref_graph {
+  ref_moe_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x) {
+    be = ggml_backend_cuda_init(0);
+    ctx = ggml_init({ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true});
+    ggml_tensor* as = ggml_new_tensor_3d(ctx, static_cast<ggml_type>(t), K, moe_m, moe_experts);
+    ggml_tensor* b = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, K, 1, moe_tokens);
+    ggml_tensor* ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, moe_used, moe_tokens);
+    gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, ggml_mul_mat_id(ctx, as, b, ids));
+    buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    if (!buf) {
+      ok = false;
+      return;
+    }
+    for (std::int64_t e = 0; e < moe_experts; ++e) ggml_backend_tensor_set(as, wb.data(), e * wb.size(), wb.size());
+    ggml_backend_tensor_set(b, x.data(), 0, x.size() * 4);
+    const std::vector<std::int32_t> id = moe_ids();
+    ggml_backend_tensor_set(ids, id.data(), 0, id.size() * 4);
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i)
+      if (!ggml_backend_supports_op(be, ggml_graph_node(gf, i))) ok = false;
+  }
+};
+
+struct ref_side : ref_graph {
   ref_side(type t, std::int64_t M, std::int64_t N, int R, const std::vector<unsigned char>& wb,
            const std::vector<float>& x) {
     be = ggml_backend_cuda_init(0);
@@ -163,17 +256,52 @@ struct ref_side {
     for (int i = 0; i < ggml_graph_n_nodes(gf); ++i)
       if (!ggml_backend_supports_op(be, ggml_graph_node(gf, i))) ok = false;
   }
-  ~ref_side() {
-    if (buf) ggml_backend_buffer_free(buf);
-    if (ctx) ggml_free(ctx);
-    if (be) ggml_backend_free(be);
-  }
-  void run() {
-    ggml_backend_graph_compute(be, gf);
-    ggml_backend_synchronize(be);
-  }
 };
+
+#else
+struct ref_side {  // not built: the sides below are never made
+  template <class... A>
+  explicit ref_side(A&&...) {}
+};
+using ref_moe_side = ref_side;
 #endif
+
+struct timed {
+  double t_gk = 1e30, t_ref = 1e30;
+  bool gk_ok = true, ref_ok = false;
+  std::string why;
+};
+// Both sides built from the same arguments; two rounds alternating gk and the reference,
+// best of the budget per side per round, best over rounds.
+template <class GkSide, class RefSide, class... Args>
+timed time_both(const Args&... args) {
+  timed r;
+  try {
+    GkSide gs(args...);
+    r.gk_ok = gs.ok;
+    r.why = gs.why;
+#ifdef GK_BENCH_REF_CUDA
+    RefSide rs(args...);
+    r.ref_ok = rs.ok;
+#endif
+    for (int round = 0; round < 2; ++round) {
+      if (r.gk_ok) {
+        gs.run();
+        r.t_gk = std::min(r.t_gk, gk_bench::best_seconds([&] { gs.run(); }, budget));
+      }
+#ifdef GK_BENCH_REF_CUDA
+      if (r.ref_ok) {
+        rs.run();
+        r.t_ref = std::min(r.t_ref, gk_bench::best_seconds([&] { rs.run(); }, budget));
+      }
+#endif
+    }
+  } catch (const std::exception& e) {
+    r.gk_ok = false;
+    r.why = e.what();
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -221,35 +349,10 @@ int main() {
         std::mt19937 rng(7);
         std::uniform_real_distribution<float> u(-1, 1);
         for (auto& v : x) v = u(rng);
-        double t_gk = 1e30, t_ref = 1e30;
-        bool gk_ok = true, ref_ok = false;
-        std::string why;
-        try {
-          gk_side gs(t, M, N, R, wb, x);
-          gk_ok = gs.ok;
-          why = gs.why;
-#ifdef GK_BENCH_REF_CUDA
-          ref_side rs(t, M, N, R, wb, x);
-          ref_ok = rs.ok;
-#endif
-          for (int round = 0; round < 2; ++round) {
-            if (gk_ok) {
-              gs.run();
-              t_gk = std::min(t_gk, gk_bench::best_seconds([&] { gs.run(); }, budget));
-            }
-#ifdef GK_BENCH_REF_CUDA
-            if (ref_ok) {
-              rs.run();
-              t_ref = std::min(t_ref, gk_bench::best_seconds([&] { rs.run(); }, budget));
-            }
-#endif
-          }
-        } catch (const std::exception& e) {
-          gk_ok = false;
-          why = e.what();
-        }
-        t_gk /= R;
-        t_ref /= R;
+        const timed tb = time_both<gk_side, ref_side>(t, M, N, R, wb, x);
+        const bool gk_ok = tb.gk_ok, ref_ok = tb.ref_ok;
+        const std::string& why = tb.why;
+        const double t_gk = tb.t_gk / R, t_ref = tb.t_ref / R;
         const double bytes = static_cast<double>(gk::row_size(t, K)) * static_cast<double>(M);
         auto rate = [&](double s) {
           char b[48];
@@ -273,6 +376,36 @@ int main() {
         std::fflush(stdout);
       }
     }
+  }
+
+  const char* moe_env = std::getenv("GK_BENCH_MOE");
+  if ((moe_env && std::strcmp(moe_env, "0") == 0) || only_n == 1) return 0;
+  std::printf("\n# mul_mat_id prompt: %lld experts of %lld x %lld, %lld used per token, %lld tokens\n",
+              static_cast<long long>(moe_experts), static_cast<long long>(moe_m), static_cast<long long>(K),
+              static_cast<long long>(moe_used), static_cast<long long>(moe_tokens));
+  std::printf("| format | gk | ref | gk/ref |\n|---|---|---|---|\n");
+  std::fflush(stdout);
+  for (type t : formats) {
+    const std::vector<unsigned char> wb = weight_bytes(t, moe_m);
+    std::vector<float> x(static_cast<std::size_t>(K * moe_tokens));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto& v : x) v = u(rng);
+    const timed tb = time_both<gk_moe_side, ref_moe_side>(t, wb, x);
+    const bool gk_ok = tb.gk_ok, ref_ok = tb.ref_ok;
+    const std::string& why = tb.why;
+    const double t_gk = tb.t_gk, t_ref = tb.t_ref;
+    const double flop = 2.0 * moe_m * K * moe_used * moe_tokens;
+    auto rate = [&](double s) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%.1f TFLOP/s", flop / s / 1e12);
+      return std::string(b);
+    };
+    char ratio[16] = "-";
+    if (gk_ok && ref_ok) std::snprintf(ratio, sizeof ratio, "%.2f", t_ref / t_gk);
+    std::printf("| %s | %s | %s | %s |%s%s\n", std::string(name(t)).c_str(), gk_ok ? rate(t_gk).c_str() : "n/a",
+                ref_ok ? rate(t_ref).c_str() : "n/a", ratio, why.empty() ? "" : " ", why.c_str());
+    std::fflush(stdout);
   }
   return 0;
 }

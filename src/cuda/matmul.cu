@@ -27,6 +27,9 @@
 //     chunk is dotted with all NC columns before the next is read, so the weight is read
 //     once per NC columns. Sums are f32, four partial chains per chunk (FFMA latency 4
 //     cycles, one chain would stall), then a warp shuffle tree.
+//   - mmq (mmq.cu): the prompt path of the integer formats, mul_mat with more than 8
+//     columns per slab and mul_mat_id from more than 8 tokens: int8 tensor cores on the
+//     same q8 activations, every output the CPU's dot_row bit for bit.
 //   - matmul_mma<W>: prompt path (more than mma_min_n columns per slab, any weight but
 //     f32/bf16): decoded weights and activations rounded to f16 in shared memory,
 //     mma.sync m16n8k16 with f32 sums.
@@ -869,8 +872,10 @@ void run_matmul(const tensor* node, exec& x) {
   if (p.ncols == 0 || p.m == 0) return;
   const int path = g_path >= 0 ? g_path : path_override();
   const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
-  // prompts of the integer formats: int8 tensor cores on the CPU's 8-bit activations (mmq.cu)
-  const bool mmq = path == 0 && !ids && per_slab > mma_min_n && x.props.cc >= 80 && matvec_q8_serves(W::id);
+  // prompts of the integer formats: int8 tensor cores on the CPU's 8-bit activations (mmq.cu);
+  // mul_mat_id's too, from more than mma_min_n tokens (its columns grouped by expert)
+  const bool mmq = path == 0 && x.props.cc >= 80 && matvec_q8_serves(W::id) &&
+                   (ids ? ids->ne[1] > mma_min_n && p.n_as <= mmq_max_experts : per_slab > mma_min_n);
   // other prompts: cuBLAS on tensor cores (gemm.cuh), when it can serve the node
   if constexpr (W::id != type::q8_K) {
     if (!mmq && !ids && (path == 0 || path == 4) && p.n > gemm_min_n && gemm::prompt<W>(node, x)) return;
@@ -892,7 +897,9 @@ void run_matmul(const tensor* node, exec& x) {
   // one scratch hand-out for the node: staged f32 columns, then matvec_q8's encoded ones
   const std::size_t staged_bytes = direct ? 0 : (static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float) + 15) / 16 * 16;
   const std::size_t act_bytes = q8 ? matvec_q8_scratch(W::id, p) : 0;
-  char* scratch = staged_bytes + act_bytes ? static_cast<char*>(x.scratch(staged_bytes + act_bytes)) : nullptr;
+  const std::size_t ids_bytes = mmq ? mmq_ids_scratch(W::id, p) : 0;
+  const std::size_t all_bytes = staged_bytes + act_bytes + ids_bytes;
+  char* scratch = all_bytes ? static_cast<char*>(x.scratch(all_bytes)) : nullptr;
   if (!direct) {
     float* staged = reinterpret_cast<float*>(scratch);
     s.out = staged;
@@ -910,7 +917,7 @@ void run_matmul(const tensor* node, exec& x) {
   if (mmq) {
     q8::act_cols cols{};
     matvec_q8_encode(W::id, p, scratch + staged_bytes, cols, x);
-    return mmq_run(W::id, p, cols, x);
+    return mmq_run(W::id, p, cols, ids_bytes ? scratch + staged_bytes + act_bytes : nullptr, x);
   }
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
     if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2 && path != 3) {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The prompt path of the integer weight formats (more than 8 columns per weight slab):
-// int8 tensor cores on the CPU's 8-bit activations.
+// The prompt path of the integer weight formats (more than 8 columns per weight slab, or
+// mul_mat_id from more than 8 tokens): int8 tensor cores on the CPU's 8-bit activations.
+// mul_mat_id's columns are first grouped by expert on the device (mmq_group_ids), so a
+// block's columns share one weight slab as mul_mat's do; the kernel reads its columns from
+// the group's list (H200, 8 experts of 14336 x 4096, 2 of them per token, 512 tokens:
+// 0.36-0.97 of the reference's TFLOP/s, where the mat-vec per column ran before).
 //
 // The CPU's definition of a row dot (formats::dot_row) encodes the activation column to
 // W::dot_type (q8_0, q8_1 or q8_K) and adds W::dot of each block to a running f32 sum from
@@ -91,7 +95,9 @@ namespace {
 namespace F = gk::formats;
 using mv::mm_args;
 
-int g_plant = 0;  // 2: every row's last block dropped (the control of test_cuda_matmul)
+// the controls of test_cuda_matmul: 2 every row's last block dropped, 3 mul_mat_id's
+// grouping leaves out each expert's last column (never written)
+int g_plant = 0;
 
 // formats whose block dot takes 16-weight sums
 template <class W>
@@ -201,8 +207,10 @@ struct mmq_smem {
   static constexpr int raw_piece = step_bytes > 256 ? 8 : 16;
   static constexpr int raw_ld = (step_bytes + raw_piece - 1) / raw_piece * raw_piece + raw_piece;
   static constexpr int raw = meta + mmq_bm * meta_row * 4;
-  static constexpr int bytes = raw + (mmq_staged<W> ? mmq_bm * raw_ld + 16 : 0);
-  static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0);
+  // [bn] the block's columns (mmq_body's col): shared, not registers held through the k-loop
+  static constexpr int cols = raw + (mmq_staged<W> ? mmq_bm * raw_ld + 16 : 0);
+  static constexpr int bytes = cols + bn * 8;
+  static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0 && cols % 8 == 0);
 };
 
 // A chunk's fields past its codes, as words (std::bit_cast: the fields are 4-byte ints and
@@ -244,8 +252,18 @@ __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsign
 #endif
 }
 
+// mul_mat_id's columns grouped by expert (mmq_group_ids): group g is count = groups[g].z
+// columns of expert groups[g].x, listed at perm[groups[g].y ...]; a block's columns are one
+// group, so they share one weight slab as mul_mat's do. perm == nullptr: mul_mat, whose
+// group g is BN consecutive columns of one slab.
+struct mmq_ids {
+  const int* perm;
+  const int4* groups;
+  const int* n_groups;  // written by mmq_group_ids, read by every block of the mmq kernel
+};
+
 template <class W, int WN>
-__device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant) {
+__device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
   using Q = q8::q8dot<W>;
   using L = mmq_smem<W, WN>;
   constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W, WN>;
@@ -261,23 +279,37 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
   int* const sgs = reinterpret_cast<int*>(sm + L::gs);
   unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
   unsigned char* const sraw = sm + L::raw;
+  std::int64_t* const scol = reinterpret_cast<std::int64_t*>(sm + L::cols);
   constexpr int PIECE = L::raw_piece, MAXP = L::raw_ld / PIECE;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mmq_bm);
   const std::int64_t groups_per_slab = (p.n + BN - 1) / BN;
-  const std::int64_t n_groups = (p.ncols / p.n) * groups_per_slab;
+  const std::int64_t n_groups = ids.perm ? *ids.n_groups : (p.ncols / p.n) * groups_per_slab;
   const std::int64_t chunks = p.kp / 32, nblk = p.kp / W::block_size;
   const std::int64_t dropped = plant == 2 ? nblk - 1 : -1;
 
   for (std::int64_t grp = blockIdx.y; grp < n_groups; grp += gridDim.y) {
-    const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * BN;
-    const int nc = static_cast<int>(p.n - c0 < BN ? p.n - c0 : BN);
-    const std::int64_t q0 = slab * p.n + c0;
+    // the block's columns: mul_mat's BN consecutive ones of a slab, or a group of
+    // mul_mat_id's, all of one expert; scol[j] is column j (columns past the end read the
+    // last one; never written). The k-loop's first barrier orders these stores.
     const char* w;
-    float* y0;
-    mv::column_of(p, q0, w, y0);
+    int nc;
+    if (ids.perm) {
+      const int4 gr = ids.groups[grp];
+      w = p.w + static_cast<std::int64_t>(gr.x) * p.w_nb2;
+      nc = gr.z;
+      if (tid < BN) scol[tid] = ids.perm[gr.y + (tid < nc ? tid : nc - 1)];
+    } else {
+      const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * BN;
+      nc = static_cast<int>(p.n - c0 < BN ? p.n - c0 : BN);
+      const std::int64_t q0 = slab * p.n + c0;
+      float* y0;
+      mv::column_of(p, q0, w, y0);
+      if (tid < BN) scol[tid] = q0 + (tid < nc ? tid : nc - 1);
+    }
+    auto col = [&](int j) { return scol[j]; };
 
     // A row's weight bytes of the k-step at chunk kcs, copied whole into sraw: coalesced
     // pieces, where a thread per (row, chunk) reading its own fields from global memory
@@ -329,7 +361,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
       for (int i = tid; i < BN * 16; i += NT) {
         const int j = i >> 4, piece = i & 15;
         if (piece >= 2 * nch) continue;
-        const std::int64_t q = q0 + (j < nc ? j : nc - 1);
+        const std::int64_t q = col(j);
         mv::copy16_async(bt + j * mmq_ld + 16 * piece, act.base + q * act.col_stride + 32 * kc0 + 16 * piece);
       }
       mv::copy_async_commit();
@@ -364,7 +396,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
       // the columns' scales and sums
       for (int i = tid; i < BN * 8; i += NT) {
         const int j = i >> 3, k = i & 7;
-        const std::int64_t q = q0 + (j < nc ? j : nc - 1);
+        const std::int64_t q = col(j);
         const q8::act_col ac{act.base + q * act.col_stride, act.d_off, act.bs_off};
         if constexpr (K_ACT) {
           if (k == 0) sd[j] = ac.d(kc0 / 8);
@@ -496,32 +528,118 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, int plant)
           if (r >= p.m || j >= nc) continue;
           const char* wc;
           float* y;
-          mv::column_of(p, q0 + j, wc, y);
+          mv::column_of(p, col(j), wc, y);
           y[r] = acc[mi][ni][e];
         }
+    __syncthreads();  // scol read by every thread before the next group writes it
   }
 }
 
 // Two kernel names, so each has its own launch record (src/cuda/launches/mmq.txt).
 template <class W>
-__global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, int plant) {
-  mmq_body<W, 2>(p, act, plant);
+__global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
+  mmq_body<W, 2>(p, act, ids, plant);
 }
 template <class W>
-__global__ __launch_bounds__(mmq_threads<2>, 4) void matmul_mmq_occ(mm_args p, q8::act_cols act, int plant) {
-  mmq_body<W, 2>(p, act, plant);
+__global__ __launch_bounds__(mmq_threads<2>, 4) void matmul_mmq_occ(mm_args p, q8::act_cols act, mmq_ids ids,
+                                                                     int plant) {
+  mmq_body<W, 2>(p, act, ids, plant);
 }
 template <class W>
-__global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, int plant) {
-  mmq_body<W, 4>(p, act, plant);
+__global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
+  mmq_body<W, 4>(p, act, ids, plant);
 }
 template <class W>
-__global__ __launch_bounds__(mmq_threads<4>, 2) void matmul_mmq_wide_occ(mm_args p, q8::act_cols act, int plant) {
-  mmq_body<W, 4>(p, act, plant);
+__global__ __launch_bounds__(mmq_threads<4>, 2) void matmul_mmq_wide_occ(mm_args p, q8::act_cols act, mmq_ids ids,
+                                                                          int plant) {
+  mmq_body<W, 4>(p, act, ids, plant);
+}
+
+// Groups mul_mat_id's columns by expert for mmq_body (one block): counts per expert, the
+// experts' first column and first group by prefix sums, then each column's place. The order
+// of columns within an expert follows the atomics, and does not matter: every output is
+// its own (row, column) dot, whatever columns share its block. A column whose expert id is
+// out of range gets NaN outputs here (as the other paths give) and joins no group.
+constexpr int ids_threads = 1024;
+__global__ __launch_bounds__(ids_threads) void mmq_group_ids(mm_args p, int bn, int* perm, int4* groups,
+                                                             int* n_groups, int plant) {
+  extern __shared__ int ish[];
+  const int n_as = static_cast<int>(p.n_as);
+  int* const cnt = ish;           // columns per expert
+  int* const cur = ish + n_as;    // the expert's next place in perm
+  int* const gst = cur + n_as;    // the expert's first group
+  const int tid = threadIdx.x, lane = tid & 31;
+  auto expert = [&](std::int64_t q) {
+    return *reinterpret_cast<const int*>(p.ids + (q % p.n_used) * p.ids_nb0 + (q / p.n_used) * p.ids_nb1);
+  };
+  for (int e = tid; e < n_as; e += ids_threads) cnt[e] = 0;
+  __syncthreads();
+  for (std::int64_t q = tid; q < p.ncols; q += ids_threads) {
+    const int ex = expert(q);
+    if (ex >= 0 && ex < n_as) {
+      atomicAdd(&cnt[ex], 1);
+    } else {
+      const char* w;
+      float* y;
+      mv::column_of(p, q, w, y);
+      for (std::int64_t r = 0; r < p.m; ++r) y[r] = __int_as_float(0x7fc00000);
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {  // exclusive prefix sums over the experts, 32 at a time
+    int run_c = 0, run_g = 0;
+    for (int e0 = 0; e0 < n_as; e0 += 32) {
+      const int e = e0 + lane, c = e < n_as ? cnt[e] : 0, ng = (c + bn - 1) / bn;
+      int ic = c, ig = ng;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int uc = __shfl_up_sync(0xffffffffu, ic, o), ug = __shfl_up_sync(0xffffffffu, ig, o);
+        if (lane >= o) {
+          ic += uc;
+          ig += ug;
+        }
+      }
+      if (e < n_as) {
+        cur[e] = run_c + ic - c;
+        gst[e] = run_g + ig - ng;
+      }
+      run_c += __shfl_sync(0xffffffffu, ic, 31);
+      run_g += __shfl_sync(0xffffffffu, ig, 31);
+    }
+    if (lane == 0) *n_groups = run_g;
+  }
+  __syncthreads();
+  for (int e = tid; e < n_as; e += ids_threads)
+    for (int g = 0, c = cnt[e]; g * bn < c; ++g) {
+      int n = c - g * bn < bn ? c - g * bn : bn;
+      if (plant == 3 && (g + 1) * bn >= c && n > 1) --n;
+      groups[gst[e] + g] = make_int4(e, cur[e] + g * bn, n, 0);
+    }
+  __syncthreads();  // the groups read cur before the places move it
+  for (std::int64_t q = tid; q < p.ncols; q += ids_threads) {
+    const int ex = expert(q);
+    if (ex >= 0 && ex < n_as) perm[atomicAdd(&cur[ex], 1)] = static_cast<int>(q);
+  }
+}
+
+// The groups mul_mat_id's columns can need: each expert's last group may be partial.
+std::int64_t ids_groups_max(const mm_args& p, int bn) {
+  return (p.ncols + bn - 1) / bn + (p.n_as < p.ncols ? p.n_as : p.ncols);
+}
+struct ids_layout {
+  std::size_t perm, groups, count, bytes;
+};
+ids_layout ids_layout_of(const mm_args& p, int bn) {
+  ids_layout l;
+  l.perm = 0;
+  l.groups = (static_cast<std::size_t>(p.ncols) * 4 + 15) / 16 * 16;
+  l.count = l.groups + static_cast<std::size_t>(ids_groups_max(p, bn)) * 16;
+  l.bytes = l.count + 16;
+  return l;
 }
 
 template <class W, int WN>
-void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
+void run_wn(const mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
   constexpr std::size_t smem = mmq_smem<W, WN>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
   constexpr auto kernel = [] {
@@ -531,27 +649,51 @@ void run_wn(const mm_args& p, const q8::act_cols& a, exec& x) {
     else return matmul_mmq<W>;
   }();
   mv::allow_smem<kernel>(smem, x.props.device);
-  const std::int64_t slabs = p.ncols / p.n;
   constexpr int bn = mmq_bn<W, WN>;
-  const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(slabs * ((p.n + bn - 1) / bn)));
-  kernel<<<grid, mmq_threads<WN>, smem, x.stream>>>(p, a, g_plant);
+  mmq_ids ids{};
+  std::int64_t n_groups = p.ncols / p.n * ((p.n + bn - 1) / bn);
+  if (p.ids) {
+    if (p.n_as > mmq_max_experts) throw error("gk: CUDA: mmq: more experts than mmq_max_experts");
+    const ids_layout l = ids_layout_of(p, bn);
+    char* s = static_cast<char*>(ids_scratch);
+    ids.perm = reinterpret_cast<const int*>(s + l.perm);
+    ids.groups = reinterpret_cast<const int4*>(s + l.groups);
+    ids.n_groups = reinterpret_cast<const int*>(s + l.count);
+    const std::size_t ish = static_cast<std::size_t>(p.n_as) * 3 * sizeof(int);  // <= 48 KiB
+    mmq_group_ids<<<1, ids_threads, ish, x.stream>>>(p, bn, reinterpret_cast<int*>(s + l.perm),
+                                                     reinterpret_cast<int4*>(s + l.groups),
+                                                     reinterpret_cast<int*>(s + l.count), g_plant);
+    GK_CUDA_LAUNCHED();
+    n_groups = ids_groups_max(p, bn);  // an upper bound: blocks past the count do nothing
+  }
+  const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(n_groups));
+  kernel<<<grid, mmq_threads<WN>, smem, x.stream>>>(p, a, ids, g_plant);
   GK_CUDA_LAUNCHED();
 }
 
 // Each format compiles its one shape (mmq_wn_default): a run-time switch between both
 // (GK_CUDA_MMQ_WN while they were measured) doubled this file's compile time.
 template <class W>
-void run(const mm_args& p, const q8::act_cols& a, exec& x) {
-  run_wn<W, mmq_wn_default<W>>(p, a, x);
+void run(const mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
+  run_wn<W, mmq_wn_default<W>>(p, a, ids_scratch, x);
 }
 
 }  // namespace
 
 void mmq_plant(int control) { g_plant = control; }
 
-void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& a, exec& x) {
+std::size_t mmq_ids_scratch(type w, const mv::mm_args& p) {
+  if (!p.ids) return 0;
+  std::size_t n = 0;
+  formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) n = ids_layout_of(p, mmq_bn<W, mmq_wn_default<W>>).bytes;
+  });
+  return n;
+}
+
+void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
   const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
-    if constexpr (q8::has_q8dot<W>) run<W>(p, a, x);
+    if constexpr (q8::has_q8dot<W>) run<W>(p, a, ids_scratch, x);
     else throw error("gk: CUDA: the int8 prompt path has no block dot for " + std::string(gk::name(w)));
   });
   if (!done) throw error("gk: CUDA: mmq: unknown weight type");

@@ -44,7 +44,9 @@
 namespace gk::cuda {
 void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for every N, 3 float matvec, 4 f16 prompts
 bool matvec_q8_serves(gk::type w);  // matvec_q8.cu: w has a dp4a block dot
-void matvec_q8_plant(int control);  // matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped
+// matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped, 3 mul_mat_id's
+// int8 prompt path leaves each expert's last column out (mmq.cu)
+void matvec_q8_plant(int control);
 // matvec_q8.cu: rows x k floats encoded on the device to act's CPU blocks
 void matvec_q8_encode_rows(gk::type act, const float* x, std::int64_t k, std::int64_t rows, void* out);
 }
@@ -224,6 +226,22 @@ errors run_mul_mat(type wt, const mm_shape& s, int fast_path = 0) {
   return run_both(build, t, fast_path);
 }
 
+// mul_mat_id of n_as experts [k, m] on f32 activations [k, nb1, n_tok], n_used per token;
+// leaves named '#' for the builder to fill
+struct moe_tensors {
+  gk::tensor *as, *b, *ids, *y;
+};
+moe_tensors moe_node(gk::context& ctx, type wt, std::int64_t k, std::int64_t m, std::int64_t n_as, std::int64_t nb1,
+                     std::int64_t n_used, std::int64_t n_tok) {
+  gk::tensor* as = ctx.new_tensor_3d(wt, k, m, n_as);
+  as->set_name("#w");
+  gk::tensor* b = ctx.new_tensor_3d(type::f32, k, nb1, n_tok);
+  b->set_name("#x");
+  gk::tensor* ids = ctx.new_tensor_2d(type::i32, n_used, n_tok);
+  ids->set_name("#ids");
+  return {as, b, ids, gk::mul_mat_id(ctx, as, b, ids)};
+}
+
 template <class F>
 void each_weight_format(F&& f) {
   std::apply([&](auto... w) { (f(decltype(w){}), ...); },
@@ -347,13 +365,7 @@ TEST_CASE("cuda mul_mat_id: experts chosen per token, against the truth and the 
       const std::int64_t k = k_for(wt), m = 45, n_as = 5, n_used = 2, n_tok = 6;
       truth t;
       auto build = [&](gk::context& ctx) {
-        gk::tensor* as = ctx.new_tensor_3d(wt, k, m, n_as);
-        as->set_name("#w");
-        gk::tensor* b = ctx.new_tensor_3d(type::f32, k, nb1, n_tok);
-        b->set_name("#x");
-        gk::tensor* ids = ctx.new_tensor_2d(type::i32, n_used, n_tok);
-        ids->set_name("#ids");
-        gk::tensor* y = gk::mul_mat_id(ctx, as, b, ids);
+        auto [as, b, ids, y] = moe_node(ctx, wt, k, m, n_as, nb1, n_used, n_tok);
         if (as->data) {
           const auto& wb = weight_bytes(wt, k, m * n_as);
           std::memcpy(as->data, wb.data(), wb.size());
@@ -456,6 +468,21 @@ void q8_matvec_formats(std::int64_t k, std::int64_t n) {
   }
 }
 
+// Outputs of pr's device run that differ in their bits from expect; the first three are
+// described by where(i).
+template <class Where>
+int bit_mismatches(const pair& pr, const std::vector<float>& expect, Where&& where) {
+  REQUIRE(pr.dev_bytes.size() == expect.size() * sizeof(float));
+  int bad = 0;
+  for (std::size_t i = 0; i < expect.size(); ++i) {
+    float got;
+    std::memcpy(&got, pr.dev_bytes.data() + i * sizeof(float), sizeof got);
+    if (std::memcmp(&got, &expect[i], sizeof got) == 0) continue;
+    if (bad++ < 3) UNSCOPED_INFO(where(i) << ": dot_row " << expect[i] << ", device " << got);
+  }
+  return bad;
+}
+
 // mmq.cu's claim: with more than 8 columns, every output is gk::dot_row<W> of the weight
 // row and the column encoded by encode_row<W::dot_type>, bit for bit (the same integers,
 // the same float operations per block, the same running sum in block order). b2 slabs of n
@@ -492,20 +519,67 @@ int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t 
     }
     return y;
   });
-  REQUIRE(pr.dev_bytes.size() == expect.size() * sizeof(float));
-  int bad = 0;
-  for (std::size_t i = 0; i < expect.size(); ++i) {
-    float got;
-    std::memcpy(&got, pr.dev_bytes.data() + i * sizeof(float), sizeof got);
-    if (std::memcmp(&got, &expect[i], sizeof got) == 0) continue;
-    if (bad++ < 3)
-      UNSCOPED_INFO(gk::name(W::id) << " k " << k << " n " << n << ": output " << i << " (row " << i % m << ", column "
-                                    << i / m << "): dot_row " << expect[i] << ", device " << got);
-  }
-  return bad;
+  return bit_mismatches(pr, expect, [&](std::size_t i) {
+    return std::string(gk::name(W::id)) + " k " + std::to_string(k) + " n " + std::to_string(n) + ": output " +
+           std::to_string(i) + " (row " + std::to_string(i % m) + ", column " + std::to_string(i / m) + ")";
+  });
+}
+
+// The same claim for mul_mat_id from more than 8 tokens (mmq.cu groups the columns by
+// expert first): every output is dot_row<W> of its expert's weight row and its column.
+// n_as 6 experts, n_used 2 slots, 150 tokens: expert 0 takes slot 0 of 135 tokens (more
+// than the widest block's 128 columns, so it spans groups), experts 1-4 the rest, expert 5
+// none; nb1 1 (every slot reads the token's one column) or 2.
+template <class W>
+int mmq_id_mismatches(std::int64_t k, std::int64_t m, std::int64_t nb1) {
+  using A = typename W::dot_type;
+  constexpr std::int64_t n_as = 6, n_used = 2, n_tok = 150;
+  std::vector<float> expect;
+  const pair pr = gk_cuda_test::run_pair([&](gk::context& ctx) {
+    auto [as, b, ids, y] = moe_node(ctx, W::id, k, m, n_as, nb1, n_used, n_tok);
+    if (as->data) {
+      const auto& wb = weight_bytes(W::id, k, m * n_as);
+      std::memcpy(as->data, wb.data(), wb.size());
+      std::mt19937 rng(static_cast<unsigned>(k + 5 * nb1));
+      fill_act(b, rng);
+      auto* id = static_cast<std::int32_t*>(ids->data);
+      for (std::int64_t tok = 0; tok < n_tok; ++tok) {
+        id[tok * n_used] = tok % 10 == 9 ? 4 : 0;
+        id[tok * n_used + 1] = static_cast<std::int32_t>(1 + (tok * 7) % 4);
+      }
+      expect.clear();
+      std::vector<typename A::block> enc(static_cast<std::size_t>(k / A::block_size));
+      const float* x = static_cast<const float*>(b->data);
+      for (std::int64_t tok = 0; tok < n_tok; ++tok)
+        for (std::int64_t e = 0; e < n_used; ++e) {
+          gk::encode_row<A>(x + (tok * nb1 + e % nb1) * k, enc.data(), k, nullptr);
+          const unsigned char* slab = wb.data() + id[tok * n_used + e] * m * gk::row_size(W::id, k);
+          for (std::int64_t r = 0; r < m; ++r)
+            expect.push_back(gk::dot_row<W>(
+                reinterpret_cast<const typename W::block*>(slab + r * gk::row_size(W::id, k)), enc.data(), k));
+        }
+    }
+    return y;
+  });
+  return bit_mismatches(pr, expect, [&](std::size_t i) {
+    return std::string(gk::name(W::id)) + " mul_mat_id k " + std::to_string(k) + " nb1 " + std::to_string(nb1) +
+           ": output " + std::to_string(i) + " (row " + std::to_string(i % m) + ", token " +
+           std::to_string(i / m / n_used) + ", slot " + std::to_string(i / m % n_used) + ")";
+  });
 }
 
 }  // namespace
+
+TEST_CASE("cuda mmq: mul_mat_id prompts equal the CPU's dot_row bit for bit, every integer format",
+          "[cuda][matmul][mmq]") {
+  each_weight_format([&]<class W>(std::type_identity<W>) {
+    if (!gk::cuda::matvec_q8_serves(W::id)) return;
+    for (std::int64_t nb1 : {1, 2}) {
+      INFO(gk::name(W::id) << " nb1 " << nb1);
+      CHECK(mmq_id_mismatches<W>(k_for(W::id), 67, nb1) == 0);
+    }
+  });
+}
 
 TEST_CASE("cuda mmq: int8 tensor-core prompts equal the CPU's dot_row bit for bit, every integer format",
           "[cuda][matmul][mmq]") {
@@ -537,5 +611,12 @@ TEST_CASE("cuda matvec_q8 control: a mat-vec that drops each row's last block mu
   q8_matvec_formats(512, 3);
   CHECK(mmq_mismatches<gk::formats::q4_K>(512, 67, 20, 1) == 0);  // mmq drops it too
   CHECK(mmq_mismatches<gk::formats::q4_0>(160, 67, 20, 1) == 0);
+  CHECK(mmq_id_mismatches<gk::formats::q4_K>(512, 67, 2) == 0);  // and mul_mat_id's grouped columns
+  gk::cuda::matvec_q8_plant(0);
+}
+TEST_CASE("cuda mmq control: mul_mat_id grouping that leaves out each expert's last column must fail", "[.control]") {
+  gk::cuda::matvec_q8_plant(3);
+  CHECK(mmq_id_mismatches<gk::formats::q8_0>(160, 67, 1) == 0);
+  CHECK(mmq_id_mismatches<gk::formats::iq2_xxs>(512, 67, 2) == 0);
   gk::cuda::matvec_q8_plant(0);
 }
