@@ -14,7 +14,7 @@
 // mul_mat_id prompt (a second table): a Mixtral-shaped expert layer, n_as = 8 experts of
 // M x K = 14336 x 4096, 2 used per token, 512 tokens (1024 columns; experts drawn at random,
 // each pair distinct), one activation column per token; TFLOP/s = 2 * M * K * 1024 / time.
-// GK_BENCH_MOE=0 skips it.
+// GK_BENCH_MOE=0 skips it, GK_BENCH_MOE=only runs only it.
 //
 // Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, two
 // rounds alternating gk and the reference, best over rounds; a graph's time is divided by
@@ -338,7 +338,54 @@ int main() {
 #endif
   std::printf("| format | M | N | R | gk | gk %%copy | ref | ref %%copy | gk/ref |\n|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
+  if (std::getenv("GK_BENCH_PROBE")) {
+    // where a decode graph's time goes: wall time of a compute against the time between
+    // two events on the legacy stream around it (gk's stream is a blocking one, so they
+    // bracket its kernels), for graphs of R = 1 .. 10 matmuls of the first format, M 14336
+    const type t = formats.front();
+    const std::int64_t M = only_m > 0 ? only_m : 14336;
+    const std::vector<unsigned char> wb = weight_bytes(t, M);
+    const std::vector<float> x(static_cast<std::size_t>(K), 0.5f);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int R : {1, 2, 4, 10}) {
+      gk_side gs(t, M, 1, R, wb, x);
+      double wall = 1e30, gpu = 1e30;
+      for (int i = 0; i < 30; ++i) {
+        CK(cudaDeviceSynchronize());
+        const auto t0 = std::chrono::steady_clock::now();
+        CK(cudaEventRecord(e0, 0));
+        gs.run();
+        CK(cudaEventRecord(e1, 0));
+        const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        wall = std::min(wall, w);
+        gpu = std::min(gpu, ms * 1e-3);
+      }
+#ifdef GK_BENCH_REF_CUDA
+      ref_side rs(t, M, 1, R, wb, x);
+      double rwall = 1e30;
+      for (int i = 0; i < 30; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        rs.run();
+        rwall = std::min(rwall, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+#else
+      const double rwall = 0;
+#endif
+      std::printf("probe %s M %lld R %d: gk wall %.1f us (%.1f a matmul), events %.1f us; ref wall %.1f us (%.1f a matmul)\n",
+                  std::string(name(t)).c_str(), static_cast<long long>(M), R, wall * 1e6, wall * 1e6 / R, gpu * 1e6,
+                  rwall * 1e6, rwall * 1e6 / R);
+    }
+    return 0;
+  }
+  const char* moe_env = std::getenv("GK_BENCH_MOE");
+  const bool moe_only = moe_env && std::strcmp(moe_env, "only") == 0;
   for (type t : formats) {
+    if (moe_only) break;
     for (std::int64_t M : {std::int64_t{4096}, std::int64_t{14336}}) {
       if (only_m > 0 && M != only_m) continue;
       const std::vector<unsigned char> wb = weight_bytes(t, M);
@@ -378,7 +425,6 @@ int main() {
     }
   }
 
-  const char* moe_env = std::getenv("GK_BENCH_MOE");
   if ((moe_env && std::strcmp(moe_env, "0") == 0) || only_n == 1) return 0;
   std::printf("\n# mul_mat_id prompt: %lld experts of %lld x %lld, %lld used per token, %lld tokens\n",
               static_cast<long long>(moe_experts), static_cast<long long>(moe_m), static_cast<long long>(K),

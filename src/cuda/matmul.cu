@@ -478,18 +478,23 @@ __global__ __launch_bounds__(mv_threads, 2) void matvec_q(mm_args p) {
 }
 
 // ---- matvec_f: f32/f16/bf16 weights, 16-byte loads --------------------------------------
-// A warp owns R rows; lane l reads 16-byte vectors l, l + 32, ... of each row (512
-// contiguous bytes per warp load), U of them per row in flight before the first use, and
-// the matching activations as float4 (L1/L2 hits: every warp of an SM reads the same
-// columns). U = 4, R = 4: 16 vectors (256 bytes) a lane in flight, ~32 KB an SM at M = 4096
-// (8 warps an SM), over the ~22 KB that 4.2 TB/s x ~700 ns of latency asks of each of 132. Needs 16-byte aligned rows and activation columns and k a whole number of
-// vectors; the host falls back to matvec otherwise. Four warps a block, so M = 4096 still
-// gives 256 blocks (~2 per SM).
-constexpr int mvf_warps = 4, mvf_threads = 32 * mvf_warps;
+// A block of 8 warps owns R rows and splits their k among its 256 threads: thread t reads
+// 16-byte vectors t, t + 256, ... of each row (a warp 512 contiguous bytes per load), U of
+// them per row in flight before the first use (U = 2; 1 for 8 columns), with the matching activations as float4
+// (L1/L2 hits: every block reads the same columns); each thread's partial sums go through a
+// warp shuffle tree, then the 8 warps' through shared memory. R = 4 rows (2 for more than 2
+// columns): M = 4096 gives 1024 blocks, up to 8 an SM, and each block ends after one or two
+// round trips to memory. Measured on the H200 (a standalone copy of both kernels, f16,
+// K 4096, weights rotated over 1 GiB, % of the copy bandwidth at M 4096 / 14336): a warp
+// per 4 whole rows (4 warps a block, U 4; the kernel before) 60 / 80%, this 67 / 90%. In
+// gk (bench_cuda, same session) f16 went 49 / 68% -> 54 / 74%, bf16 51 / 68% -> 54 / 74%,
+// f32 -> 70 / 85%; this kernel compiled inside matmul.cu still takes 38.5-39.5 us at M
+// 14336 where the standalone copy takes 30.2 (Nsight Compute and events): not explained yet.
+// Needs 16-byte aligned rows and activation columns and k a whole number of vectors; the
+// host falls back to matvec otherwise.
+constexpr int mvf_warps = 8, mvf_threads = 32 * mvf_warps;
 template <int NC>
-constexpr int mvf_rows_per_warp() { return NC <= 2 ? 4 : 2; }
-template <int NC>
-constexpr int mvf_rows() { return mvf_warps * mvf_rows_per_warp<NC>(); }
+constexpr int mvf_rows() { return NC <= 2 ? 4 : 2; }
 
 template <class W>
 __device__ __forceinline__ void widen(const uint4& v, float* o) {
@@ -515,9 +520,10 @@ __device__ __forceinline__ void widen(const uint4& v, float* o) {
 
 template <class W, int NC>
 __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
-  constexpr int R = mvf_rows_per_warp<NC>(), E = 16 / static_cast<int>(sizeof(typename W::block)), U = 4;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mvf_rows<NC>()) + warp * R;
+  constexpr int R = mvf_rows<NC>(), E = 16 / static_cast<int>(sizeof(typename W::block)), U = NC >= 8 ? 1 : 2;
+  __shared__ float red[mvf_warps][R][NC];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(R);
   const std::int64_t per_slab = p.ids ? 1 : p.n;
   const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
   const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
@@ -544,17 +550,27 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
 #pragma unroll
       for (int c = 0; c < NC; ++c) acc[r][c][0] = acc[r][c][1] = 0.0f;
 
-    if (ok && row0 < p.m) {
-      for (std::int64_t v0 = lane; v0 < nv; v0 += 32 * U) {
+    if (ok) {
+      for (std::int64_t v0 = tid; v0 < nv; v0 += mvf_threads * U) {
+        // every load issued before the first use: addresses past the row are clamped to its
+        // last vector (loaded, never used) instead of branched around, which had the compiler
+        // issue part of them only after the first sums (Hopper SASS), two round trips a block.
+        // H200, bench_cuda decode, GB/s at M 4096 / 14336, branched -> clamped, one run each:
+        // f16 2209 / 2946 -> 2301 / 3148, f32 2732 / 3309 -> 2955 / 3603, bf16 2208 / 2868 ->
+        // 2006 / 2698. bf16 keeps the branches, but the same branched bf16 code read 2322 /
+        // 3181 in a later run: between the two forms its difference is within run-to-run noise
+        constexpr bool clamp = W::id != type::bf16;
         uint4 wv[U][R];
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u) {
+          const bool in = v0 + mvf_threads * u < nv;
+          const std::int64_t vu = in ? v0 + mvf_threads * u : nv - 1;
 #pragma unroll
-          for (int r = 0; r < R; ++r)
-            wv[u][r] = v0 + 32 * u < nv ? __ldg(wr[r] + v0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
+          for (int r = 0; r < R; ++r) wv[u][r] = clamp || in ? __ldg(wr[r] + vu) : make_uint4(0u, 0u, 0u, 0u);
+        }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          const std::int64_t v = v0 + 32 * u;
+          const std::int64_t v = v0 + mvf_threads * u;
           if (v >= nv) break;
 #pragma unroll
           for (int c = 0; c < NC; ++c) {
@@ -585,21 +601,23 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
         float s = acc[r][c][0] + acc[r][c][1];
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        acc[r][c][0] = s;
+        if (lane == 0) red[warp][r][c] = s;
       }
+    __syncthreads();
+    if (tid < R * NC) {
+      const int r = tid / NC, c = tid % NC;
+      float s = 0.0f;
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+      for (int i = 0; i < mvf_warps; ++i) s += red[i][r][c];
       const std::int64_t row = row0 + r;
-      if (r != lane || row >= p.m) continue;
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        if (c >= nc) break;
+      if (row < p.m && c < nc) {
         const char* wc;
         float* y;
         column_of(p, q0 + c, wc, y);
-        y[row] = ok ? acc[r][c][0] : __int_as_float(0x7fc00000);
+        y[row] = ok ? s : __int_as_float(0x7fc00000);
       }
     }
+    __syncthreads();  // red is read before the next group writes it
   }
 }
 
