@@ -161,6 +161,43 @@ struct task_order {
   }
 };
 
+// Decode's claims on two or more threads: a thread takes the row blocks of its own half
+// (even ith the first half, odd the second) through a counter per half, the two packed in
+// the node's one counter (low and high 32 bits), then the other half's once its own is
+// done. A single shared counter handed the halves out by task parity, which keeps two
+// threads in a half each only while they claim in turn; decode's claim-ahead (two claims a
+// task) mixed them, so each thread read both halves. From >= 1 GiB on two threads
+// (bench_matmul, same session, the binary before and after alternating, two runs each,
+// gk/ref): q4_0 0.96-0.97 -> 1.14-1.16, iq4_nl 0.97-1.00 -> 0.99-1.14, q4_K 0.84-0.99 ->
+// 0.84-1.05, mxfp4 1.07-1.08 -> 1.05-1.11, q8_0 1.01-1.02 -> 1.06-1.12, q6_K 1.11-1.12 ->
+// 1.10-1.32. Returns the task_order index, or n_tasks when none is left. Which thread
+// takes a task never changes its result (a planted skip of each half's last task fails
+// 601 assertions of the tiling test).
+struct half_claims {
+  std::atomic<std::int64_t>* counter;
+  std::int64_t n_rb, n_tasks, per_slab[2], size[2];
+  int home;
+  bool done[2] = {false, false};
+  half_claims(std::atomic<std::int64_t>* c, std::int64_t n_rb_, std::int64_t slabs, int ith)
+      : counter(c), n_rb(n_rb_), n_tasks(n_rb_ * slabs), home(ith & 1) {
+    per_slab[0] = (n_rb + 1) / 2;
+    per_slab[1] = n_rb / 2;
+    size[0] = per_slab[0] * slabs;
+    size[1] = per_slab[1] * slabs;
+  }
+  std::int64_t next() {
+    for (int i = 0; i < 2; ++i) {
+      const int h = home ^ i;
+      if (done[h]) continue;
+      const std::int64_t old = counter->fetch_add(std::int64_t{1} << (32 * h), std::memory_order_relaxed);
+      const std::int64_t j = (old >> (32 * h)) & 0xffffffff;
+      if (j < size[h]) return (j / per_slab[h]) * n_rb + 2 * (j % per_slab[h]) + h;  // task_order's halves
+      done[h] = true;
+    }
+    return n_tasks;
+  }
+};
+
 template <BlockFormat W, simd::Target T, fault F = fault::none>
 void mul_mat(const exec& ex, tensor* dst) {
   using A = typename W::dot_type;
@@ -205,10 +242,12 @@ void mul_mat(const exec& ex, tensor* dst) {
   // stay: from memory the tile ran 0.78-0.80 and 0.86-1.06 of them. With one column block
   // task_order is row block fastest, and the next task's rows come from task_order too.
   const bool claim_ahead = decode_tile<tile> && n == 1;
+  half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
+  auto claim = [&] { return order.halves ? halves.next() : ex.counter->fetch_add(1, std::memory_order_relaxed); };
 
-  std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed);
+  std::int64_t t = claim();
   while (t < n_tasks) {
-    const std::int64_t t_next = claim_ahead ? ex.counter->fetch_add(1, std::memory_order_relaxed) : n_tasks;
+    const std::int64_t t_next = claim_ahead ? claim() : n_tasks;
     const auto [rb, cb, i2, i3] = order(t);
     const std::int64_t c0 = cb * tile_cols;
     std::int64_t nc = std::min(tile_cols, n - c0);
@@ -264,7 +303,7 @@ void mul_mat(const exec& ex, tensor* dst) {
     }
     for (; r < row0 + nr; ++r)
       for (std::int64_t c = 0; c < nc; ++c) ycol[c][r] = dot_kernel<W, T>::row(wrow(r), p.col[c], k);
-    t = claim_ahead ? t_next : ex.counter->fetch_add(1, std::memory_order_relaxed);
+    t = claim_ahead ? t_next : claim();
   }
 }
 
