@@ -11,6 +11,8 @@
 // rounds alternating gk and the reference, best over rounds. Weights are 64 encoded rows
 // tiled to 4096 (speed does not depend on the values; encoding 4096 rows of the slow
 // formats would take minutes). GK_BENCH_FORMATS=q4_0,q4_K restricts the formats.
+// A third table: mul_mat_id prompt, 8 experts of 4096x4096, 2 of them per token, 64 tokens
+// (128 columns), against the reference's plain CPU path; GK_BENCH_MOE=only runs only it.
 // Reports, never fails.
 #include <algorithm>
 #include <cmath>
@@ -204,6 +206,50 @@ double read_bandwidth(int nth) {
   return static_cast<double>(n * sizeof(float)) / best / 1e9;
 }
 
+// mul_mat_id prompt: seconds for gk and the reference's plain path on nth threads
+std::pair<double, double> measure_moe(type t, int nth) {
+  constexpr std::int64_t n_as = 8, n_used = 2, n_tok = 64;
+  const auto wb = weight_bytes(t, M);
+  const auto x = activations(n_tok);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n_used * n_tok));
+  std::mt19937 rng(5);
+  for (std::int64_t i = 0; i < n_tok; ++i) {
+    const auto a = static_cast<std::int32_t>(rng() % n_as), c = static_cast<std::int32_t>(rng() % (n_as - 1));
+    ids[static_cast<std::size_t>(2 * i)] = a;
+    ids[static_cast<std::size_t>(2 * i + 1)] = c >= a ? c + 1 : c;
+  }
+  context ctx({static_cast<std::size_t>(n_as) * wb.size() + x.size() * 4 + (std::size_t{8} << 20)});
+  tensor* as = ctx.new_tensor_3d(t, K, M, n_as);
+  tensor* xt = ctx.new_tensor_3d(type::f32, K, 1, n_tok);
+  tensor* it = ctx.new_tensor_2d(type::i32, n_used, n_tok);
+  for (std::int64_t e = 0; e < n_as; ++e) std::memcpy(static_cast<char*>(as->data) + e * wb.size(), wb.data(), wb.size());
+  std::memcpy(xt->data, x.data(), x.size() * 4);
+  std::memcpy(it->data, ids.data(), ids.size() * 4);
+  graph g;
+  g.build_forward_expand(mul_mat_id(ctx, as, xt, it));
+  cpu::runner run(nth);
+
+  const std::size_t meta = 16 * ggml_tensor_overhead() + ggml_graph_overhead();
+  ggml_context* rc = ggml_init({meta + static_cast<std::size_t>(n_as) * wb.size() + x.size() * 4 + ids.size() * 4 +
+                                    static_cast<std::size_t>(M * n_used * n_tok) * 4 + (std::size_t{64} << 20),
+                                nullptr, false});
+  ggml_tensor* ras = ggml_new_tensor_3d(rc, static_cast<ggml_type>(t), K, M, n_as);
+  ggml_tensor* rx = ggml_new_tensor_3d(rc, GGML_TYPE_F32, K, 1, n_tok);
+  ggml_tensor* rids = ggml_new_tensor_2d(rc, GGML_TYPE_I32, n_used, n_tok);
+  for (std::int64_t e = 0; e < n_as; ++e) std::memcpy(static_cast<char*>(ras->data) + e * wb.size(), wb.data(), wb.size());
+  std::memcpy(rx->data, x.data(), x.size() * 4);
+  std::memcpy(rids->data, ids.data(), ids.size() * 4);
+  ggml_cgraph* gf = ggml_new_graph(rc);
+  ggml_build_forward_expand(gf, ggml_mul_mat_id(rc, ras, rx, rids));
+  double bg = 1e30, br = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    bg = std::min(bg, gk_bench::best_seconds([&] { run.compute(g); }, budget));
+    br = std::min(br, gk_bench::best_seconds([&] { ggml_graph_compute_with_ctx(rc, gf, nth); }, budget));
+  }
+  ggml_free(rc);
+  return {bg, br};
+}
+
 std::vector<type> formats_to_run() {
   std::vector<type> v;
   const char* only = std::getenv("GK_BENCH_FORMATS");
@@ -219,6 +265,8 @@ std::vector<type> formats_to_run() {
   return v;
 }
 
+void decode_table(ref_backend& rb, const std::vector<type>& fmts);
+
 }  // namespace
 
 int main() {
@@ -233,9 +281,12 @@ int main() {
   std::printf("%-8s %4s %3s %9s %9s %9s %7s  %s\n", "format", "N", "thr", "gk", "ref", "repack", "gk/ref",
               "repacked by");
   const auto fmts = formats_to_run();
+  const char* moe = std::getenv("GK_BENCH_MOE");
+  const bool moe_only = moe && std::string(moe) == "only";
   for (type t : fmts)
     for (std::int64_t n : {1, 64})
       for (int nth : {1, 2}) {
+        if (moe_only) break;
         const result r = measure(rb, t, n, nth, 1);
         const double flop = 2.0 * K * M * static_cast<double>(n) / 1e9;
         const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
@@ -246,6 +297,21 @@ int main() {
         std::fflush(stdout);
       }
 
+  if (!moe_only) decode_table(rb, fmts);
+  std::printf("\n## mul_mat_id prompt: 8 experts of 4096x4096, 2 per token, 64 tokens, GFLOP/s (ref: plain path)\n");
+  std::printf("%-8s %3s %9s %9s %7s\n", "format", "thr", "gk", "ref", "gk/ref");
+  for (type t : fmts)
+    for (int nth : {1, 2}) {
+      const auto [g, r] = measure_moe(t, nth);
+      const double flop = 2.0 * K * M * 128 / 1e9;
+      std::printf("%-8s %3d %9.2f %9.2f %7.2f\n", std::string(gk::name(t)).c_str(), nth, flop / g, flop / r, r / g);
+      std::fflush(stdout);
+    }
+  return 0;
+}
+
+namespace {
+void decode_table(ref_backend& rb, const std::vector<type>& fmts) {
   std::printf("\n## decode from >= 1 GiB of weights (N = 1), GB/s of weight read\n");
   for (int nth : {1, 2}) std::printf("# read bandwidth, %d thread(s): %.2f GB/s\n", nth, read_bandwidth(nth));
   std::printf("%-8s %3s %5s %9s %9s %7s %9s %9s\n", "format", "thr", "mats", "gk GB/s", "ref GB/s", "gk/ref",
@@ -264,5 +330,6 @@ int main() {
       std::fflush(stdout);
     }
   }
-  return 0;
 }
+
+}  // namespace

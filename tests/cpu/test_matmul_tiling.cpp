@@ -177,10 +177,12 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 }
 
 // m rows of k per expert: 16-row tiles where the format has a decode tile, then single rows.
+// More than 8 tokens take the grouped path (pairs by expert, mul_mat's tiles): n_tok 41
+// gives each expert about 20 pairs, so whole and partial column blocks.
 template <class W>
-void check_mul_mat_id(std::int64_t k, std::int64_t m) {
+void check_mul_mat_id(std::int64_t k, std::int64_t m, std::int64_t n_tok = 5) {
   context ctx{context_params{16u << 20}};
-  const std::int64_t n_as = 4, n_used = 2, n_tok = 5;
+  const std::int64_t n_as = 4, n_used = 2;
   tensor* as = ctx.new_tensor_3d(W::id, k, m, n_as);
   tensor* b = ctx.new_tensor_3d(type::f32, k, 1, n_tok);
   tensor* ids = ctx.new_tensor_2d(type::i32, n_used, n_tok);
@@ -233,4 +235,10 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::q6_K>(256, 37);
   check_mul_mat_id<formats::q3_K>(256, 37);
   check_mul_mat_id<formats::q2_K>(256, 37);
+  check_mul_mat_id<formats::q8_0>(64, 19, 41);
+  check_mul_mat_id<formats::q4_0>(96, 37, 41);
+  check_mul_mat_id<formats::q4_K>(256, 37, 41);
+  check_mul_mat_id<formats::iq2_xxs>(256, 21, 41);
+  check_mul_mat_id<formats::q6_K>(256, 37, 41);
+  check_mul_mat_id<formats::f16>(64, 37, 41);
 }
