@@ -88,23 +88,23 @@ inline bool b_is_native(const tensor* b) noexcept {
   return b->type == A::id && b->rows_contiguous();
 }
 
-// Fill p with columns [c0, c0 + nc) of b at slab (i2, i3), encoded by target T's kernel
-// (the scalar encoder's bytes on every target).
+// Column (i1, i2, i3) of b as A's blocks: b's own row when it already is one, else encoded
+// into dst by target T's kernel (the scalar encoder's bytes on every target).
+template <class A, simd::Target T>
+inline const typename A::block* encode_column(const tensor* b, std::int64_t i1, std::int64_t i2, std::int64_t i3,
+                                              typename A::block* dst, float* fbuf) {
+  if (b_is_native<A>(b)) return reinterpret_cast<const typename A::block*>(b->at(i1, i2, i3));
+  encode_kernel<A, T>::row(row_read(b, i1, i2, i3, fbuf), dst, b->ne[0]);
+  return dst;
+}
+
+// Fill p with columns [c0, c0 + nc) of b at slab (i2, i3) (encode_column).
 template <class A, simd::Target T>
 inline void encode_panel(panel<A>& p, const tensor* b, std::int64_t c0, std::int64_t nc, std::int64_t i2,
                          std::int64_t i3, typename A::block* store, float* fbuf) {
-  const std::int64_t k = b->ne[0];
-  const std::size_t stride = gk::row_size(A::id, k) / sizeof(typename A::block);
-  for (std::int64_t c = 0; c < nc; ++c) {
-    if (b_is_native<A>(b)) {
-      p.col[c] = reinterpret_cast<const typename A::block*>(b->at(c0 + c, i2, i3));
-      continue;
-    }
-    const float* x = row_read(b, c0 + c, i2, i3, fbuf);
-    typename A::block* dst = store + static_cast<std::size_t>(c) * stride;
-    encode_kernel<A, T>::row(x, dst, k);
-    p.col[c] = dst;
-  }
+  const std::size_t stride = gk::row_size(A::id, b->ne[0]) / sizeof(typename A::block);
+  for (std::int64_t c = 0; c < nc; ++c)
+    p.col[c] = encode_column<A, T>(b, c0 + c, i2, i3, store + static_cast<std::size_t>(c) * stride, fbuf);
 }
 
 // Prompt tasks go by super-blocks of weight rows: all column blocks of a slab are done
@@ -387,15 +387,11 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
     for (std::int64_t c = 0; c < nc; ++c) {
       const std::int64_t pair = list[c0 + c], tok = pair / n_used, col = (pair % n_used) % b->ne[1];
       ycol[c] = reinterpret_cast<float*>(dst->at(pair % n_used, tok, 0));
-      if (keys[slot] == gcb) continue;
-      if (b_is_native<A>(b)) {
-        p.col[c] = reinterpret_cast<const typename A::block*>(b->at(col, tok, 0));
-      } else {
-        typename A::block* to = store + static_cast<std::size_t>(slot) * panel_size / sizeof(typename A::block) +
-                                static_cast<std::size_t>(c) * stride;
-        encode_kernel<A, T>::row(row_read(b, col, tok, 0, fbuf), to, k);
-        p.col[c] = to;
-      }
+      if (keys[slot] != gcb)
+        p.col[c] = encode_column<A, T>(b, col, tok, 0,
+                                       store + static_cast<std::size_t>(slot) * panel_size / sizeof(typename A::block) +
+                                           static_cast<std::size_t>(c) * stride,
+                                       fbuf);
     }
     keys[slot] = gcb;
     const std::int64_t row0 = rb * tile_rows;
