@@ -95,9 +95,9 @@ int mats_for(type t, std::int64_t M, std::int64_t N) {
   return static_cast<int>(std::clamp(std::ceil(double(1u << 30) / bytes), 2.0, 256.0));
 }
 
-// gk: R matmuls of one activation in one graph on the CUDA backend.
-struct gk_side {
-  context ctx{context_params{std::size_t{4} << 20, nullptr, true}};
+// What gk's sides share: the CUDA backend beside the CPU's, the weights' device buffer, and
+// the graph of the outputs, planned by the scheduler (ok: every node on CUDA).
+struct graph_side {
   std::unique_ptr<backend> cuda = gk::cuda::make_backend(0);
   cpu_backend cpu{1};
   std::unique_ptr<backend_buffer> buf;
@@ -105,6 +105,26 @@ struct gk_side {
   std::unique_ptr<sched> s;
   bool ok = true;
   std::string why;
+  void plan(const std::vector<tensor*>& outs, const char* not_on_cuda) {
+    for (tensor* y : outs) {
+      y->flags |= flag_output;
+      g.build_forward_expand(y);
+    }
+    s = std::make_unique<sched>(std::vector<backend*>{cuda.get(), &cpu});
+    s->alloc_graph(g);
+    for (tensor* n : g.nodes())
+      if (s->backend_of(n) != cuda.get()) {
+        ok = false;
+        why = not_on_cuda;
+      }
+  }
+  void run() { s->compute(g); }
+};
+
+// gk: R matmuls of one activation in one graph on the CUDA backend.
+struct gk_side {
+  context ctx{context_params{std::size_t{4} << 20, nullptr, true}};
+  graph_side side;
 
   gk_side(type t, std::int64_t M, std::int64_t N, int R, const std::vector<unsigned char>& wb,
           const std::vector<float>& x) {
@@ -116,6 +136,7 @@ struct gk_side {
     auto pad = [&](std::size_t n) { return (n + 255) / 256 * 256; };
     for (auto* w : ws) total += pad(w->nbytes());
     total += pad(a->nbytes());
+    auto& buf = side.buf;
     buf = dm.alloc_buffer(total);
     std::size_t off = 0;
     for (auto* w : ws) {
@@ -125,20 +146,13 @@ struct gk_side {
     }
     buf->init_tensor(a, off);
     buf->set_tensor(a, x.data(), 0, x.size() * 4);
-    for (auto* w : ws) {
-      tensor* y = mul_mat(ctx, w, a);
-      y->flags |= flag_output;
-      g.build_forward_expand(y);
-    }
-    s = std::make_unique<sched>(std::vector<backend*>{cuda.get(), &cpu});
-    s->alloc_graph(g);
-    for (tensor* n : g.nodes())
-      if (s->backend_of(n) != cuda.get()) {
-        ok = false;
-        why = "mul_mat not on CUDA";
-      }
+    std::vector<tensor*> ys;
+    for (auto* w : ws) ys.push_back(mul_mat(ctx, w, a));
+    side.plan(ys, "mul_mat not on CUDA");
   }
-  void run() { s->compute(g); }
+  bool ok() const { return side.ok; }
+  const std::string& why() const { return side.why; }
+  void run() { side.run(); }
 };
 
 // the expert layer: as [K, M, n_as], b [K, 1, T], ids [n_used, T]
@@ -157,18 +171,13 @@ std::vector<std::int32_t> moe_ids() {
 
 struct gk_moe_side {
   context ctx{context_params{std::size_t{1} << 20, nullptr, true}};
-  std::unique_ptr<backend> cuda = gk::cuda::make_backend(0);
-  cpu_backend cpu{1};
-  std::unique_ptr<backend_buffer> buf;
-  graph g;
-  std::unique_ptr<sched> s;
-  bool ok = true;
-  std::string why;
+  graph_side side;
   gk_moe_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x) {
     tensor* as = ctx.new_tensor_3d(t, K, moe_m, moe_experts);
     tensor* b = ctx.new_tensor_3d(type::f32, K, 1, moe_tokens);
     tensor* ids = ctx.new_tensor_2d(type::i32, moe_used, moe_tokens);
     auto pad = [&](std::size_t n) { return (n + 255) / 256 * 256; };
+    auto& buf = side.buf;
     buf = gk::cuda::device_buffer_type(0).alloc_buffer(pad(as->nbytes()) + pad(b->nbytes()) + pad(ids->nbytes()));
     buf->init_tensor(as, 0);
     buf->init_tensor(b, pad(as->nbytes()));
@@ -177,18 +186,11 @@ struct gk_moe_side {
     buf->set_tensor(b, x.data(), 0, x.size() * 4);
     const std::vector<std::int32_t> id = moe_ids();
     buf->set_tensor(ids, id.data(), 0, id.size() * 4);
-    tensor* y = mul_mat_id(ctx, as, b, ids);
-    y->flags |= flag_output;
-    g.build_forward_expand(y);
-    s = std::make_unique<sched>(std::vector<backend*>{cuda.get(), &cpu});
-    s->alloc_graph(g);
-    for (tensor* n : g.nodes())
-      if (s->backend_of(n) != cuda.get()) {
-        ok = false;
-        why = "mul_mat_id not on CUDA";
-      }
+    side.plan({mul_mat_id(ctx, as, b, ids)}, "mul_mat_id not on CUDA");
   }
-  void run() { s->compute(g); }
+  bool ok() const { return side.ok; }
+  const std::string& why() const { return side.why; }
+  void run() { side.run(); }
 };
 
 #ifdef GK_BENCH_REF_CUDA
@@ -278,8 +280,8 @@ timed time_both(const Args&... args) {
   timed r;
   try {
     GkSide gs(args...);
-    r.gk_ok = gs.ok;
-    r.why = gs.why;
+    r.gk_ok = gs.ok();
+    r.why = gs.why();
 #ifdef GK_BENCH_REF_CUDA
     RefSide rs(args...);
     r.ref_ok = rs.ok;
