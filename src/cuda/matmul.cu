@@ -160,14 +160,11 @@ __global__ __launch_bounds__(mv_threads) void matvec(mm_args p) {
   extern __shared__ float xs[];  // [NC][mv_slab_padded]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mv_rows<NC>()) + warp * R;
-  const std::int64_t per_slab = p.ids ? 1 : p.n;
-  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
-  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const mv::col_groups<NC> groups(p);
 
-  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
-    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
-    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
-    const std::int64_t q0 = slab * per_slab + c0;
+  for (std::int64_t g = blockIdx.y; g < groups.count; g += gridDim.y) {
+    int nc;
+    const std::int64_t q0 = groups.first(p, g, nc);
     const char* w;
     float* y0;
     const bool ok = column_of(p, q0, w, y0);  // every column of a group shares the slab
@@ -349,14 +346,11 @@ __global__ __launch_bounds__(mv_threads, 2) void matvec_q(mm_args p) {
   char* wbuf = reinterpret_cast<char*>(xs + NC * mv_slab_padded);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mvq_rows) + warp * R;
-  const std::int64_t per_slab = p.ids ? 1 : p.n;
-  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
-  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const mv::col_groups<NC> groups(p);
 
-  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
-    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
-    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
-    const std::int64_t q0 = slab * per_slab + c0;
+  for (std::int64_t g = blockIdx.y; g < groups.count; g += gridDim.y) {
+    int nc;
+    const std::int64_t q0 = groups.first(p, g, nc);
     const char* w;
     float* y0;
     const bool ok = column_of(p, q0, w, y0);
@@ -488,8 +482,10 @@ __global__ __launch_bounds__(mv_threads, 2) void matvec_q(mm_args p) {
 // K 4096, weights rotated over 1 GiB, % of the copy bandwidth at M 4096 / 14336): a warp
 // per 4 whole rows (4 warps a block, U 4; the kernel before) 60 / 80%, this 67 / 90%. In
 // gk (bench_cuda, same session) f16 went 49 / 68% -> 54 / 74%, bf16 51 / 68% -> 54 / 74%,
-// f32 -> 70 / 85%; this kernel compiled inside matmul.cu still takes 38.5-39.5 us at M
-// 14336 where the standalone copy takes 30.2 (Nsight Compute and events): not explained yet.
+// f32 -> 70 / 85%. That left the kernel at 38.5-39.5 us (f16, M 14336) where the standalone
+// copy took 30.2: the difference was the prologue, about ten 64-bit divisions (group, slab,
+// column) every block ran before its first load. mm_args::flat (one slab, no ids) skips them:
+// 32.4 us, and bench_cuda f16 / bf16 / f32 at M 14336 84 / 88 / 96% of the copy.
 // Needs 16-byte aligned rows and activation columns and k a whole number of vectors; the
 // host falls back to matvec otherwise.
 constexpr int mvf_warps = 8, mvf_threads = 32 * mvf_warps;
@@ -524,15 +520,12 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
   __shared__ float red[mvf_warps][R][NC];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(R);
-  const std::int64_t per_slab = p.ids ? 1 : p.n;
-  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
-  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const mv::col_groups<NC> groups(p);
   const std::int64_t nv = p.k / E;  // vectors per row
 
-  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
-    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
-    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
-    const std::int64_t q0 = slab * per_slab + c0;
+  for (std::int64_t g = blockIdx.y; g < groups.count; g += gridDim.y) {
+    int nc;
+    const std::int64_t q0 = groups.first(p, g, nc);
     const char* w;
     float* y0;
     const bool ok = column_of(p, q0, w, y0);
@@ -656,15 +649,13 @@ __global__ __launch_bounds__(mma_threads) void matmul_mma(mm_args p) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp >> 1, wn = warp & 1, g = lane >> 2, t = lane & 3;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mma_bm);
-  const std::int64_t groups_per_slab = (p.n + mma_bn - 1) / mma_bn;
-  const std::int64_t n_groups = (p.ncols / p.n) * groups_per_slab;
+  const mv::col_groups<mma_bn> groups(p);
   const std::int64_t chunks = p.kp / 32;
   const int lr = tid >> 1, lh = tid & 1;  // the row (column) and chunk this thread loads
 
-  for (std::int64_t grp = blockIdx.y; grp < n_groups; grp += gridDim.y) {
-    const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * mma_bn;
-    const int nc = static_cast<int>(p.n - c0 < mma_bn ? p.n - c0 : mma_bn);
-    const std::int64_t q0 = slab * p.n + c0;
+  for (std::int64_t grp = blockIdx.y; grp < groups.count; grp += gridDim.y) {
+    int nc;
+    const std::int64_t q0 = groups.first(p, grp, nc);
     const char* w;
     float* y0;
     column_of(p, q0, w, y0);
@@ -888,6 +879,7 @@ void run_matmul(const tensor* node, exec& x) {
     s.ne12 = p.ne12;
   }
   if (p.ncols == 0 || p.m == 0) return;
+  p.flat = !ids && p.ncols == p.n;
   const int path = g_path >= 0 ? g_path : path_override();
   const std::int64_t per_slab = ids ? 1 : p.n, slabs = p.ncols / per_slab;
   // prompts of the integer formats: int8 tensor cores on the CPU's 8-bit activations (mmq.cu);

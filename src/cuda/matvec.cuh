@@ -26,6 +26,10 @@ struct mm_args {
   const char* ids;
   std::int64_t ids_nb0, ids_nb1, n_used, n_as;
   std::int64_t ncols;            // columns in all
+  // mul_mat of a single slab (no ids, ncols == n): column q is i1 = q of weight slab 0, so
+  // the kernels find its addresses without the 64-bit divisions of the general case (their
+  // prologue, paid by every block before its first load)
+  bool flat;
   // matvec only: x_direct reads mul_mat's f32 activations in place (column q at
   // x + i1 * x_nb1 + i2 * x_nb2 + i3 * x_nb3 bytes, 16-byte aligned, k == kp) instead of
   // staged columns; saves the staging kernel and its pass over the activations.
@@ -36,6 +40,7 @@ struct mm_args {
 // Column q's kp activations (staged, or mul_mat's own f32 columns when x_direct).
 __device__ __forceinline__ const float* x_column(const mm_args& p, std::int64_t q) {
   if (!p.x_direct) return p.x + q * p.kp;
+  if (p.flat) return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.x) + q * p.x_nb1);
   const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
   return reinterpret_cast<const float*>(reinterpret_cast<const char*>(p.x) + i1 * p.x_nb1 + i2 * p.x_nb2 +
                                         i3 * p.x_nb3);
@@ -50,11 +55,37 @@ __device__ __forceinline__ bool column_of(const mm_args& p, std::int64_t q, cons
     w = p.w + static_cast<std::int64_t>(ex) * p.w_nb2;
     return ex >= 0 && ex < p.n_as;
   }
+  if (p.flat) {
+    y = reinterpret_cast<float*>(p.y + q * p.y_nb1);
+    w = p.w;
+    return true;
+  }
   const std::int64_t i1 = q % p.n, s = q / p.n, i2 = s % p.ne12, i3 = s / p.ne12;
   y = reinterpret_cast<float*>(p.y + i1 * p.y_nb1 + i2 * p.y_nb2 + i3 * p.y_nb3);
   w = p.w + (i2 / p.r2) * p.w_nb2 + (i3 / p.r3) * p.w_nb3;
   return true;
 }
+
+// The mat-vecs' column groups: up to NC consecutive columns of one weight slab (mul_mat_id:
+// one column each, as every column may take another expert).
+template <int NC>
+struct col_groups {
+  std::int64_t per_slab, per_slab_groups, count;
+  __device__ __forceinline__ explicit col_groups(const mm_args& p)
+      : per_slab(p.ids ? 1 : p.n),
+        per_slab_groups((per_slab + NC - 1) / NC),
+        count(p.flat ? per_slab_groups : (p.ncols / per_slab) * per_slab_groups) {}
+  // group g's first column and its number of columns (nc)
+  __device__ __forceinline__ std::int64_t first(const mm_args& p, std::int64_t g, int& nc) const {
+    std::int64_t slab = 0, c0 = g * NC;
+    if (!p.flat) {
+      slab = g / per_slab_groups;
+      c0 = (g - slab * per_slab_groups) * NC;
+    }
+    nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
+    return slab * per_slab + c0;
+  }
+};
 
 // N bytes (4, 8 or 16; both addresses aligned to N) copied from global to shared memory
 // without passing through registers (16: bypassing L1)

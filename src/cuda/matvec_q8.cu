@@ -251,15 +251,12 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
   extern __shared__ __align__(16) unsigned char wbuf[];  // [2][warps][R][buf]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mq_rows) + warp * R;
-  const std::int64_t per_slab = p.ids ? 1 : p.n;
-  const std::int64_t groups_per_slab = (per_slab + NC - 1) / NC;
-  const std::int64_t n_groups = (p.ncols / per_slab) * groups_per_slab;
+  const mv::col_groups<NC> groups(p);
   const std::int64_t dropped = plant == 2 ? p.kp / B - 1 : -1;  // the control's lost block
 
-  for (std::int64_t g = blockIdx.y; g < n_groups; g += gridDim.y) {
-    const std::int64_t slab = g / groups_per_slab, c0 = (g % groups_per_slab) * NC;
-    const int nc = static_cast<int>(per_slab - c0 < NC ? per_slab - c0 : NC);
-    const std::int64_t q0 = slab * per_slab + c0;
+  for (std::int64_t g = blockIdx.y; g < groups.count; g += gridDim.y) {
+    int nc;
+    const std::int64_t q0 = groups.first(p, g, nc);
     const char* w;
     float* y0;
     const bool ok = mv::column_of(p, q0, w, y0);  // every column of a group shares the slab

@@ -285,8 +285,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN, g = lane >> 2, t = lane & 3;
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(mmq_bm);
-  const std::int64_t groups_per_slab = (p.n + BN - 1) / BN;
-  const std::int64_t n_groups = ids.perm ? *ids.n_groups : (p.ncols / p.n) * groups_per_slab;
+  const mv::col_groups<BN> groups(p);
+  const std::int64_t n_groups = ids.perm ? *ids.n_groups : groups.count;
   const std::int64_t chunks = p.kp / 32, nblk = p.kp / W::block_size;
   const std::int64_t dropped = plant == 2 ? nblk - 1 : -1;
 
@@ -302,9 +302,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       nc = gr.z;
       if (tid < BN) scol[tid] = ids.perm[gr.y + (tid < nc ? tid : nc - 1)];
     } else {
-      const std::int64_t slab = grp / groups_per_slab, c0 = (grp % groups_per_slab) * BN;
-      nc = static_cast<int>(p.n - c0 < BN ? p.n - c0 : BN);
-      const std::int64_t q0 = slab * p.n + c0;
+      const std::int64_t q0 = groups.first(p, grp, nc);
       float* y0;
       mv::column_of(p, q0, w, y0);
       if (tid < BN) scol[tid] = q0 + (tid < nc ? tid : nc - 1);
