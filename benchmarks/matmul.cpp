@@ -12,7 +12,8 @@
 // tiled to 4096 (speed does not depend on the values; encoding 4096 rows of the slow
 // formats would take minutes). GK_BENCH_FORMATS=q4_0,q4_K restricts the formats.
 // A third table: mul_mat_id prompt, 8 experts of 4096x4096, 2 of them per token, 64 tokens
-// (128 columns), against the reference's plain CPU path; GK_BENCH_MOE=only runs only it.
+// (128 columns), against the reference's plain CPU path; GK_BENCH_MOE=only runs only it,
+// GK_BENCH_MOE_TOKENS=2,4,8,64 sets the token counts.
 // Reports, never fails.
 #include <algorithm>
 #include <cmath>
@@ -207,8 +208,8 @@ double read_bandwidth(int nth) {
 }
 
 // mul_mat_id prompt: seconds for gk and the reference's plain path on nth threads
-std::pair<double, double> measure_moe(type t, int nth) {
-  constexpr std::int64_t n_as = 8, n_used = 2, n_tok = 64;
+std::pair<double, double> measure_moe(type t, int nth, std::int64_t n_tok) {
+  constexpr std::int64_t n_as = 8, n_used = 2;
   const auto wb = weight_bytes(t, M);
   const auto x = activations(n_tok);
   std::vector<std::int32_t> ids(static_cast<std::size_t>(n_used * n_tok));
@@ -298,15 +299,28 @@ int main() {
       }
 
   if (!moe_only) decode_table(rb, fmts);
-  std::printf("\n## mul_mat_id prompt: 8 experts of 4096x4096, 2 per token, 64 tokens, GFLOP/s (ref: plain path)\n");
-  std::printf("%-8s %3s %9s %9s %7s\n", "format", "thr", "gk", "ref", "gk/ref");
-  for (type t : fmts)
-    for (int nth : {1, 2}) {
-      const auto [g, r] = measure_moe(t, nth);
-      const double flop = 2.0 * K * M * 128 / 1e9;
-      std::printf("%-8s %3d %9.2f %9.2f %7.2f\n", std::string(gk::name(t)).c_str(), nth, flop / g, flop / r, r / g);
-      std::fflush(stdout);
+  std::vector<std::int64_t> moe_tokens;
+  if (const char* e = std::getenv("GK_BENCH_MOE_TOKENS")) {
+    for (const char* p = e; *p;) {
+      char* end = nullptr;
+      const long long v = std::strtoll(p, &end, 10);
+      if (end == p) break;
+      if (v > 0) moe_tokens.push_back(v);
+      p = *end == ',' ? end + 1 : end;
     }
+  }
+  if (moe_tokens.empty()) moe_tokens.push_back(64);
+  std::printf("\n## mul_mat_id: 8 experts of 4096x4096, 2 per token, GFLOP/s (ref: plain path)\n");
+  std::printf("%-8s %6s %3s %9s %9s %7s\n", "format", "tokens", "thr", "gk", "ref", "gk/ref");
+  for (type t : fmts)
+    for (std::int64_t n_tok : moe_tokens)
+      for (int nth : {1, 2}) {
+        const auto [g, r] = measure_moe(t, nth, n_tok);
+        const double flop = 2.0 * K * M * 2 * static_cast<double>(n_tok) / 1e9;
+        std::printf("%-8s %6lld %3d %9.2f %9.2f %7.2f\n", std::string(gk::name(t)).c_str(),
+                    static_cast<long long>(n_tok), nth, flop / g, flop / r, r / g);
+        std::fflush(stdout);
+      }
   return 0;
 }
 

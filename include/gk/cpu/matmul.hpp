@@ -317,7 +317,7 @@ void mul_mat(const exec& ex, tensor* dst) {
   }
 }
 
-// mul_mat_id from more than 8 tokens: the (token, slot) pairs grouped by expert, pairs in
+// mul_mat_id from more than 8 tokens (or 2, see mul_mat_id): the (token, slot) pairs grouped by expert, pairs in
 // order within an expert (every thread works the same grouping out in its own scratch),
 // then each expert's pairs run as mul_mat's columns against its weight: column blocks of
 // tile_cols pairs, tasks in mul_mat's prompt order per expert (super-blocks of weight rows,
@@ -401,10 +401,22 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
 }
 
 // mul_mat_id: one task per (token, slot) pair and block of weight rows; the "panel" is the
-// single activation column, encoded once per pair. More than 8 tokens: mul_mat_id_grouped.
+// single activation column, encoded once per pair. Grouped by expert instead
+// (mul_mat_id_grouped): from 9 tokens; and from 2 for the formats whose one column goes row
+// by row (no decode_tile), where a pair at a time read an expert's rows once per pair and
+// grouped reads them once per column block. bench_matmul, GK_BENCH_MOE=only
+// GK_BENCH_MOE_TOKENS=2,8 (8 experts of 4096 x 4096, 2 a token; gk/ref, one / two threads,
+// pair at a time -> grouped, two runs): 8 tokens q8_0 1.01 / 0.67-0.70 -> 1.21-1.32 /
+// 1.16-1.22, q6_K 1.02 / 0.69-0.73 -> 1.17-1.20 / 1.12-1.22, q5_K 1.21-1.22 / 0.78-0.79 ->
+// 1.31-1.37 / 1.23-1.25, f16 0.70 / 0.55-0.56 -> 0.95 / 0.89; 2 tokens q8_0 1.07-1.09 /
+// 0.78-0.82 -> 1.22-1.27 / 1.05-1.06. The decode-tile formats lost grouped below 9 tokens
+// (no prefetch of the next rows there: q4_0 8 tokens 2.10 / 1.97-2.11 -> 1.42-1.54 / 1.51-
+// 1.60, q4_K 1.54-1.56 / 1.28-1.61 -> 0.86-0.89 / 0.97-1.05) and keep the pairs.
 template <BlockFormat W, simd::Target T>
 void mul_mat_id(const exec& ex, tensor* dst) {
-  if (dst->src[2]->ne[1] > 8) return mul_mat_id_grouped<W, T>(ex, dst);
+  using tile = dot_tile<W, T>;
+  const std::int64_t n_tok_ids = dst->src[2]->ne[1];
+  if (n_tok_ids > 8 || (!decode_tile<tile> && n_tok_ids > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
   using A = typename W::dot_type;
   const tensor* as = dst->src[0];
   const tensor* b = dst->src[1];
@@ -418,7 +430,6 @@ void mul_mat_id(const exec& ex, tensor* dst) {
   float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
   panel<A> p{};
   std::int64_t key = -1;
-  using tile = dot_tile<W, T>;
   constexpr int tr = tile_shape<tile>::rows;
   auto expert_of = [&](std::int64_t pair) {
     std::int32_t x;
