@@ -17,6 +17,7 @@
 
 #include "gk/core/exact_fp.hpp"
 #include "gk/formats/float.hpp"
+#include "gk/simd/avx512/dot.hpp"
 #include "gk/simd/target.hpp"
 
 GK_EXACT_FP_BEGIN
@@ -42,11 +43,22 @@ inline float reduce_lanes16(__m512 acc) {
   return _mm_cvtss_f32(s);
 }
 
+
 template <class B>
 float float_row_dot(const B* w, const B* a, std::int64_t n) {
   static_assert(formats::float_row::lanes == 16, "the kernel keeps the definition's 16 lanes in one register");
   __m512 acc = _mm512_setzero_ps();
   std::int64_t i = 0;
+  // 64 elements a step (64 * sizeof(B) bytes: one prefetch per cache line), the adds in the
+  // definition's order
+  for (; i + 64 <= n; i += 64) {
+    const char* ahead = reinterpret_cast<const char*>(w + i) + row_prefetch_bytes;
+#pragma GCC unroll 4
+    for (std::size_t l = 0; l < sizeof(B); ++l) _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (int j = 0; j < 64; j += 16)
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(load_f32x16(w + i + j, 0xffff), load_f32x16(a + i + j, 0xffff)));
+  }
   for (; i + 16 <= n; i += 16)
     acc = _mm512_add_ps(acc, _mm512_mul_ps(load_f32x16(w + i, 0xffff), load_f32x16(a + i, 0xffff)));
   if (const int r = static_cast<int>(n - i); r > 0) {
