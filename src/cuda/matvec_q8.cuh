@@ -448,6 +448,18 @@ GK_Q8_UNROLL
     }
     return sum;
   }
+  // The same sum taken a chunk at a time (mmq.cu): chunk u.c (activation block kc) adds its
+  // two terms k = 2c, 2c + 1 to run, which starts each block at 0.0f; after the block's
+  // second chunk run is term's value bit for bit (the same operations in the same order).
+  // One float a output instead of four integer parts held across the chunks.
+  static constexpr bool running = true;
+  template <class A>
+  GK_Q8_MEMBER static void run_chunk(const wc& u, const A& a, std::int64_t kc, const int* p, float& run) {
+    const float d = a.d(kc);
+    const bool c0 = u.c == 0;  // selects, not an index: an indexed hs would live in local memory
+    run = add(run, mul(mul(d, c0 ? u.hs[0] : u.hs[2]), i2f_small(c0 ? p[0] : p[2])));
+    run = add(run, mul(mul(d, c0 ? u.hs[1] : u.hs[3]), i2f_small(c0 ? p[1] : p[3])));
+  }
 };
 
 // ---- 256-weight formats against q8_K: eight chunks per block, activation block kc / 8 ------

@@ -119,8 +119,16 @@ constexpr int mmq_threads = 32 * mmq_wm * WN;
 // instead of 150-226, so 3-4 blocks an SM instead of 2) was measured slower on the H200
 // (N 512: q4_K 67 -> 62, q5_K 61 -> 54, q6_K 92 -> 71, iq2_xxs 125 -> 105 TFLOP/s at M
 // 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
+// Formats whose block term mmq_body takes a chunk at a time (q8dot<W>::run_chunk): one
+// float a output held across a block's chunks instead of np integer parts, so the warp
+// takes 4 column groups (NI) where 4 integer parts held it to 2. nvfp4 (two 32-weight
+// chunks a block, four scaled 16-weight parts): H200, N 512, TFLOP/s at M 4096 / 14336,
+// 34 / 34 -> 62 / 68 (0.28 -> 0.50 / 0.55 of the reference; with NI 2, 79 registers instead
+// of 144, 56 / 63); mul_mat_id prompt (bench_cuda's MoE table) 30 -> 53.
 template <class W>
-constexpr int mmq_ni = q8::q8dot<W>::np >= 3 ? 2 : 4;
+constexpr bool mmq_running = requires { requires q8::q8dot<W>::running; };
+template <class W>
+constexpr int mmq_ni = q8::q8dot<W>::np >= 3 && !mmq_running<W> ? 2 : 4;
 template <class W, int WN>
 constexpr int mmq_bn = 8 * WN * mmq_ni<W>;
 // WN = 4 (8 warps, each weight tile unpacked for twice the columns) where it measured
@@ -337,8 +345,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
     for (int it = 0; it < mmq_bm * 8 / NT; ++it)
       row_mis[it] = STAGED ? static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row_bytes((tid + it * NT) >> 3, 0))) : 0u;
 
-    float acc[2][NI][4];
-    int pt[2][NI][4][NP];
+    constexpr bool RUN = mmq_running<W>;
+    constexpr int NPT = RUN ? 1 : NP;  // integer parts held across a block's chunks
+    float acc[2][NI][4], rn[2][NI][4];
+    int pt[2][NI][4][NPT];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -346,8 +356,9 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           acc[i][j][e] = 0.0f;
+          rn[i][j][e] = 0.0f;
 #pragma unroll
-          for (int k = 0; k < NP; ++k) pt[i][j][e][k] = 0;
+          for (int k = 0; k < NPT; ++k) pt[i][j][e][k] = 0;
         }
 
     for (std::int64_t kc0 = 0; kc0 < chunks; kc0 += 8) {
@@ -468,12 +479,20 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
           const q8::mma_act<D_CACHED> a{sd + j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, BN, dsum, bp};
           int pp[NP];
           Q::part(u[mi][h], x, a, kc, pp);
+          if constexpr (RUN) {
+            Q::run_chunk(u[mi][h], a, kc, pp, rn[mi][ni][e]);
+            if (block_end) {
+              if (kb / CH != dropped) acc[mi][ni][e] += rn[mi][ni][e];
+              rn[mi][ni][e] = 0.0f;
+            }
+          } else {
 #pragma unroll
-          for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
-          if (block_end) {
-            if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
+            for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
+            if (block_end) {
+              if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
 #pragma unroll
-            for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
+              for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
+            }
           }
         };
         if constexpr (D_CACHED) {
