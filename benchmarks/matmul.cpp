@@ -13,7 +13,8 @@
 // formats would take minutes). GK_BENCH_FORMATS=q4_0,q4_K restricts the formats.
 // A third table: mul_mat_id prompt, 8 experts of 4096x4096, 2 of them per token, 64 tokens
 // (128 columns), against the reference's plain CPU path; GK_BENCH_MOE=only runs only it,
-// GK_BENCH_MOE_TOKENS=2,4,8,64 sets the token counts.
+// GK_BENCH_MOE_TOKENS=2,4,8,64 sets the token counts; GK_BENCH_NS=1,2,64 the first table's
+// column counts (default 1 and 64).
 // Reports, never fails.
 #include <algorithm>
 #include <cmath>
@@ -207,6 +208,21 @@ double read_bandwidth(int nth) {
   return static_cast<double>(n * sizeof(float)) / best / 1e9;
 }
 
+// A comma-separated list of positive integers from environment variable name, or fallback.
+std::vector<std::int64_t> positive_list(const char* name, std::vector<std::int64_t> fallback) {
+  std::vector<std::int64_t> v;
+  if (const char* e = std::getenv(name)) {
+    for (const char* p = e; *p;) {
+      char* end = nullptr;
+      const long long x = std::strtoll(p, &end, 10);
+      if (end == p) break;
+      if (x > 0) v.push_back(x);
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  return v.empty() ? fallback : v;
+}
+
 // mul_mat_id prompt: seconds for gk and the reference's plain path on nth threads
 std::pair<double, double> measure_moe(type t, int nth, std::int64_t n_tok) {
   constexpr std::int64_t n_as = 8, n_used = 2;
@@ -284,8 +300,9 @@ int main() {
   const auto fmts = formats_to_run();
   const char* moe = std::getenv("GK_BENCH_MOE");
   const bool moe_only = moe && std::string(moe) == "only";
+  const std::vector<std::int64_t> ns = positive_list("GK_BENCH_NS", {1, 64});
   for (type t : fmts)
-    for (std::int64_t n : {1, 64})
+    for (std::int64_t n : ns)
       for (int nth : {1, 2}) {
         if (moe_only) break;
         const result r = measure(rb, t, n, nth, 1);
@@ -299,17 +316,7 @@ int main() {
       }
 
   if (!moe_only) decode_table(rb, fmts);
-  std::vector<std::int64_t> moe_tokens;
-  if (const char* e = std::getenv("GK_BENCH_MOE_TOKENS")) {
-    for (const char* p = e; *p;) {
-      char* end = nullptr;
-      const long long v = std::strtoll(p, &end, 10);
-      if (end == p) break;
-      if (v > 0) moe_tokens.push_back(v);
-      p = *end == ',' ? end + 1 : end;
-    }
-  }
-  if (moe_tokens.empty()) moe_tokens.push_back(64);
+  const std::vector<std::int64_t> moe_tokens = positive_list("GK_BENCH_MOE_TOKENS", {64});
   std::printf("\n## mul_mat_id: 8 experts of 4096x4096, 2 per token, GFLOP/s (ref: plain path)\n");
   std::printf("%-8s %6s %3s %9s %9s %7s\n", "format", "tokens", "thr", "gk", "ref", "gk/ref");
   for (type t : fmts)
