@@ -115,10 +115,6 @@ constexpr bool mmq_dsum = W::id == type::q4_1 || W::id == type::q5_1;
 constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
 template <int WN>
 constexpr int mmq_threads = 32 * mmq_wm * WN;
-// NI = 2 for every format with q8_K activations or 2 parts (warp 32 x 16, 96-160 registers
-// instead of 150-226, so 3-4 blocks an SM instead of 2) was measured slower on the H200
-// (N 512: q4_K 67 -> 62, q5_K 61 -> 54, q6_K 92 -> 71, iq2_xxs 125 -> 105 TFLOP/s at M
-// 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 // Formats whose block term mmq_body takes a chunk at a time (q8dot<W>::run_chunk): one
 // float a output held across a block's chunks instead of np integer parts, so the warp
 // takes 4 column groups (NI) where 4 integer parts held it to 2. nvfp4 (two 32-weight
@@ -127,6 +123,10 @@ constexpr int mmq_threads = 32 * mmq_wm * WN;
 // of 144, 56 / 63); mul_mat_id prompt (bench_cuda's MoE table) 30 -> 53.
 template <class W>
 constexpr bool mmq_running = requires { requires q8::q8dot<W>::running; };
+// NI = 2 for every format with q8_K activations or 2 parts (warp 32 x 16, 96-160 registers
+// instead of 150-226, so 3-4 blocks an SM instead of 2) was measured slower on the H200
+// (N 512: q4_K 67 -> 62, q5_K 61 -> 54, q6_K 92 -> 71, iq2_xxs 125 -> 105 TFLOP/s at M
+// 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 template <class W>
 constexpr int mmq_ni = q8::q8dot<W>::np >= 3 && !mmq_running<W> ? 2 : 4;
 template <class W, int WN>

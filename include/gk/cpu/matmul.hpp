@@ -317,8 +317,9 @@ void mul_mat(const exec& ex, tensor* dst) {
   }
 }
 
-// mul_mat_id from more than 8 tokens (or 2, see mul_mat_id): the (token, slot) pairs grouped by expert, pairs in
-// order within an expert (every thread works the same grouping out in its own scratch),
+// mul_mat_id from more than 8 tokens (or 2, see mul_mat_id): the (token, slot) pairs
+// grouped by expert, pairs in order within an expert (every thread works the same grouping
+// out in its own scratch),
 // then each expert's pairs run as mul_mat's columns against its weight: column blocks of
 // tile_cols pairs, tasks in mul_mat's prompt order per expert (super-blocks of weight rows,
 // each block's panel encoded once per thread and cached), so an expert's rows are read once
@@ -415,14 +416,13 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
 template <BlockFormat W, simd::Target T>
 void mul_mat_id(const exec& ex, tensor* dst) {
   using tile = dot_tile<W, T>;
-  const std::int64_t n_tok_ids = dst->src[2]->ne[1];
-  if (n_tok_ids > 8 || (!decode_tile<tile> && n_tok_ids > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
+  const tensor* ids = dst->src[2];
+  const std::int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+  if (n_tok > 8 || (!decode_tile<tile> && n_tok > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
   using A = typename W::dot_type;
   const tensor* as = dst->src[0];
   const tensor* b = dst->src[1];
-  const tensor* ids = dst->src[2];
   const std::int64_t k = as->ne[0], m = as->ne[1], n_as = as->ne[2];
-  const std::int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
   const std::int64_t n_rb = (m + tile_rows - 1) / tile_rows;
   const std::int64_t n_tasks = n_rb * n_used * n_tok;
 
