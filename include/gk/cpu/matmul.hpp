@@ -20,6 +20,7 @@
 #include <atomic>
 #include <concepts>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -55,6 +56,33 @@ concept shaped_tile = requires {
 // and its run<rows, 1> takes the weight bytes to prefetch as it goes (see mul_mat).
 template <class D>
 concept decode_tile = requires { requires D::decode; };
+// A tile that serves one column on Intel CPUs only (decode_path::tile_on_intel): q8_0's and
+// q5_K's. Their row dots and their tiles give the same bits, so only speed chooses, and the
+// two measured in opposite orders. On an AMD EPYC (Zen 5 share) from memory the tile ran
+// 0.78-0.80 (q8_0) and 0.86-1.06 (q5_K) of the row dots. On an Intel Xeon (Emerald Rapids,
+// a KVM share of two cores), one thread, 4096-wide rows (GFLOP/s at M 4096, cache-resident;
+// GB/s from 2.3 GB of rows at M 131072), row dots -> tile: q8_0 25.5 -> 42.9, 6.1 -> 10.0;
+// q5_K 37.4 -> 45.2, 5.4 -> 7.8; q6_K's went the other way (43.7 -> 31.6, 10.2 -> 8.3) and
+// keeps its rows everywhere.
+template <class D>
+concept decode_tile_on_intel = requires { requires D::decode_on_intel; };
+// Those tiles' choice: on Intel CPUs, unless GK_CPU_DECODE_TILES=1 (the tile) or 0 (row dots)
+// says otherwise for any CPU (read once; the tests run both ways).
+inline bool decode_tiles_here() noexcept {
+  static const bool on = [] {
+    const char* v = std::getenv("GK_CPU_DECODE_TILES");
+    if (v && (v[0] == '0' || v[0] == '1') && v[1] == 0) return v[0] == '1';
+    return simd::cpu_is_intel();
+  }();
+  return on;
+}
+// Whether one column goes through D: always, or where decode_tiles_here, or never.
+template <class D>
+bool tile_decodes() noexcept {
+  if constexpr (decode_tile<D>) return true;
+  else if constexpr (decode_tile_on_intel<D>) return decode_tiles_here();
+  else return false;
+}
 template <class D>
 struct tile_shape {
   static constexpr int rows = 4, cols = 2;
@@ -206,17 +234,20 @@ void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const*
                 std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes) {
   using tile = dot_tile<W, T>;
   constexpr int tr = tile_shape<tile>::rows, tc = tile_shape<tile>::cols;
+  const bool decodes = tile_decodes<tile>();
   std::int64_t r = row0;
   auto run = [&]<int C>(const typename W::block* const* w, std::int64_t c) {
     float o[tr * C];
-    if constexpr (C == 1 && decode_tile<tile>)
-      tile::template run<tr, 1>(w, p.col + c, k, o, next, next_bytes);
-    else
+    if constexpr (C == 1 && (decode_tile<tile> || decode_tile_on_intel<tile>)) {
+      if (decodes) tile::template run<tr, 1>(w, p.col + c, k, o, next, next_bytes);
+      else tile::template run<tr, 1>(w, p.col + c, k, o);
+    } else {
       tile::template run<tr, C>(w, p.col + c, k, o);
+    }
     for (int j = 0; j < tr; ++j)
       for (int i = 0; i < C; ++i) ycol[c + i][r + j] = o[j * C + i];
   };
-  for (; (nc >= 2 || decode_tile<tile>) && r + tr <= row0 + nr; r += tr) {
+  for (; (nc >= 2 || decodes) && r + tr <= row0 + nr; r += tr) {
     const typename W::block* w[tr];
     for (int j = 0; j < tr; ++j) w[j] = wrow(r + j);
     std::int64_t c = 0;
@@ -271,9 +302,10 @@ void mul_mat(const exec& ex, tensor* dst) {
   // -> 10.8-16.7; cache-resident 4096 x 4096, GFLOP/s, q4_0 47-59 -> 79-108, q4_K 59-85
   // -> 113-124 (bench_matmul: q4_0 0.71-0.74 -> 1.24-1.27 of the reference, q4_K
   // 0.84-0.87 -> 1.24-1.40). q8_0's and q5_K's row dots, near the read bandwidth already,
-  // stay: from memory the tile ran 0.78-0.80 and 0.86-1.06 of them. With one column block
+  // stay there (from memory the tile ran 0.78-0.80 and 0.86-1.06 of them), but not on Intel
+  // CPUs (decode_tile_on_intel). With one column block
   // task_order is row block fastest, and the next task's rows come from task_order too.
-  const bool claim_ahead = decode_tile<tile> && n == 1;
+  const bool claim_ahead = tile_decodes<tile>() && n == 1;
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
   auto claim = [&] { return order.halves ? halves.next() : ex.counter->fetch_add(1, std::memory_order_relaxed); };
 
@@ -418,7 +450,8 @@ void mul_mat_id(const exec& ex, tensor* dst) {
   using tile = dot_tile<W, T>;
   const tensor* ids = dst->src[2];
   const std::int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
-  if (n_tok > 8 || (!decode_tile<tile> && n_tok > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
+  const bool decodes = tile_decodes<tile>();
+  if (n_tok > 8 || (!decodes && n_tok > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
   using A = typename W::dot_type;
   const tensor* as = dst->src[0];
   const tensor* b = dst->src[1];
@@ -439,7 +472,7 @@ void mul_mat_id(const exec& ex, tensor* dst) {
   std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed);
   while (t < n_tasks) {
     // as mul_mat's decode: the next task claimed ahead for the tile to prefetch its rows
-    const std::int64_t t_next = decode_tile<tile> ? ex.counter->fetch_add(1, std::memory_order_relaxed) : n_tasks;
+    const std::int64_t t_next = decodes ? ex.counter->fetch_add(1, std::memory_order_relaxed) : n_tasks;
     const std::int64_t rb = t % n_rb;
     const std::int64_t pair = t / n_rb;
     const std::int64_t e = pair % n_used, tok = pair / n_used;
@@ -455,22 +488,24 @@ void mul_mat_id(const exec& ex, tensor* dst) {
     auto* y = reinterpret_cast<float*>(dst->at(e, tok, 0));
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, expert, 0)); };
     std::int64_t r = row0;
-    if constexpr (decode_tile<tile>) {  // as mul_mat's one column; the rest row by row
-      const char* next = nullptr;
-      std::size_t next_bytes = 0;
-      const std::int64_t rb_n = t_next % n_rb, expert_n = t_next < n_tasks ? expert_of(t_next / n_rb) : -1;
-      if (expert_n >= 0 && expert_n < n_as) {
-        next = as->at(rb_n * tile_rows, expert_n, 0);
-        next_bytes = row_block_bytes(as, rb_n * tile_rows);
-      }
-      for (; r + tr <= row0 + nr; r += tr) {
-        const typename W::block* w[tr];
-        for (int j = 0; j < tr; ++j) w[j] = wrow(r + j);
-        tile::template run<tr, 1>(w, p.col, k, y + r, next, next_bytes);
+    if constexpr (decode_tile<tile> || decode_tile_on_intel<tile>) {
+      if (decodes) {  // as mul_mat's one column; the rest row by row
+        const char* next = nullptr;
+        std::size_t next_bytes = 0;
+        const std::int64_t rb_n = t_next % n_rb, expert_n = t_next < n_tasks ? expert_of(t_next / n_rb) : -1;
+        if (expert_n >= 0 && expert_n < n_as) {
+          next = as->at(rb_n * tile_rows, expert_n, 0);
+          next_bytes = row_block_bytes(as, rb_n * tile_rows);
+        }
+        for (; r + tr <= row0 + nr; r += tr) {
+          const typename W::block* w[tr];
+          for (int j = 0; j < tr; ++j) w[j] = wrow(r + j);
+          tile::template run<tr, 1>(w, p.col, k, y + r, next, next_bytes);
+        }
       }
     }
     for (; r < row0 + nr; ++r) y[r] = dot_kernel<W, T>::row(wrow(r), p.col[0], k);
-    t = decode_tile<tile> ? t_next : ex.counter->fetch_add(1, std::memory_order_relaxed);
+    t = decodes ? t_next : ex.counter->fetch_add(1, std::memory_order_relaxed);
   }
 }
 

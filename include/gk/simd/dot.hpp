@@ -31,6 +31,11 @@ struct dot_kernel<W, simd::scalar> {
   }
 };
 
+// How a target's tile serves one column (decode; cpu/matmul.hpp): row dots instead, the
+// tile, or the tile on Intel CPUs and row dots elsewhere (the two measured in opposite
+// orders there). A tile says it with `decode` (tile) or `decode_on_intel`.
+enum class decode_path { rows, tile, tile_on_intel };
+
 // R weight rows by C activation columns at once: out[r * C + c] is exactly
 // dot_kernel<W, T>::row(w[r], a[c], n). The primary template is that loop; a target
 // specialises it where doing several dots together is faster (the matmul's tiles call

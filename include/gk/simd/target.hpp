@@ -71,6 +71,21 @@ struct neon : scalar {
   }
 };
 
+// Whether the running CPU is Intel's (CPUID leaf 0 reads "GenuineIntel"). Not a feature:
+// a few kernels whose two bit-identical forms measured in opposite orders on Intel and AMD
+// cores choose by it (cpu/matmul.hpp, tile_decodes).
+inline bool cpu_is_intel() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool intel = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+  }();
+  return intel;
+#else
+  return false;
+#endif
+}
+
 template <class T>
 concept Target = requires {
   { T::name } -> std::convertible_to<std::string_view>;

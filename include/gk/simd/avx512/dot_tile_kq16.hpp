@@ -227,11 +227,12 @@ struct runner {
 
 namespace gk {
 
-// decode: as the legacy tiles' (avx512/dot_tile_legacy.hpp).
-#define GK_AVX512_KQ16_TILE(fmt, dec)                                                                              \
+// path: as the legacy tiles' (avx512/dot_tile_legacy.hpp).
+#define GK_AVX512_KQ16_TILE(fmt, path)                                                                             \
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
-    static constexpr bool specialised = true, decode = dec;                                                        \
+    static constexpr bool specialised = true, decode = path == decode_path::tile;                                  \
+    static constexpr bool decode_on_intel = path == decode_path::tile_on_intel;                                    \
     static constexpr int rows = simd::avx512_kq16_tile::kRows, cols = 8;                                            \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,     \
@@ -241,8 +242,8 @@ namespace gk {
     }                                                                                                              \
   };
 
-GK_AVX512_KQ16_TILE(q4_K, true)
-GK_AVX512_KQ16_TILE(q5_K, false)  // as q8_0's (see cpu/matmul.hpp)
+GK_AVX512_KQ16_TILE(q4_K, decode_path::tile)
+GK_AVX512_KQ16_TILE(q5_K, decode_path::tile_on_intel)  // as q8_0's (see cpu/matmul.hpp)
 
 #undef GK_AVX512_KQ16_TILE
 

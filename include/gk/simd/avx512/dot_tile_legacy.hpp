@@ -798,12 +798,13 @@ struct runner {
 
 namespace gk {
 
-// decode: whether the matmul runs one column through the tile (cpu/matmul.hpp), then with
+// path: how the matmul runs one column (decode_path; cpu/matmul.hpp); through the tile, with
 // the next rows' bytes [next, next + next_bytes) to prefetch.
-#define GK_AVX512_LEGACY_TILE(fmt, dec)                                                                            \
+#define GK_AVX512_LEGACY_TILE(fmt, path)                                                                           \
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
-    static constexpr bool specialised = true, decode = dec;                                                        \
+    static constexpr bool specialised = true, decode = path == decode_path::tile;                                  \
+    static constexpr bool decode_on_intel = path == decode_path::tile_on_intel;                                    \
     static constexpr int rows = simd::avx512_legacy_tile::kRows, cols = 8;                                          \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
@@ -813,19 +814,19 @@ namespace gk {
     }                                                                                                              \
   };
 
-GK_AVX512_LEGACY_TILE(q8_0, false)  // its row dots read memory faster (see cpu/matmul.hpp)
-GK_AVX512_LEGACY_TILE(q4_0, true)
-GK_AVX512_LEGACY_TILE(q5_0, true)
-GK_AVX512_LEGACY_TILE(q4_1, true)
-GK_AVX512_LEGACY_TILE(q5_1, true)
-GK_AVX512_LEGACY_TILE(iq4_nl, true)
-GK_AVX512_LEGACY_TILE(mxfp4, true)
-GK_AVX512_LEGACY_TILE(nvfp4, true)
-GK_AVX512_LEGACY_TILE(q1_0, true)
-GK_AVX512_LEGACY_TILE(q2_0, true)
-GK_AVX512_LEGACY_TILE(tq1_0, true)
-GK_AVX512_LEGACY_TILE(tq2_0, true)
-GK_AVX512_LEGACY_TILE(iq4_xs, true)
+GK_AVX512_LEGACY_TILE(q8_0, decode_path::tile_on_intel)  // see cpu/matmul.hpp, tile_decodes
+GK_AVX512_LEGACY_TILE(q4_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(q5_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(q4_1, decode_path::tile)
+GK_AVX512_LEGACY_TILE(q5_1, decode_path::tile)
+GK_AVX512_LEGACY_TILE(iq4_nl, decode_path::tile)
+GK_AVX512_LEGACY_TILE(mxfp4, decode_path::tile)
+GK_AVX512_LEGACY_TILE(nvfp4, decode_path::tile)
+GK_AVX512_LEGACY_TILE(q1_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(q2_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(tq1_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(tq2_0, decode_path::tile)
+GK_AVX512_LEGACY_TILE(iq4_xs, decode_path::tile)
 
 #undef GK_AVX512_LEGACY_TILE
 
