@@ -140,6 +140,7 @@ std::int64_t fault_mismatches() {
 TEST_CASE("mul_mat tiling equals the per-element definition at every thread count", "[cpu][matmul]") {
   check_format<formats::f32>();
   check_format<formats::f16>();
+  check_format<formats::bf16>();
   check_format<formats::q4_0>();
   check_format<formats::q8_0>();
   check_format<formats::q4_K>();
@@ -179,9 +180,9 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 // m rows of k per expert: 16-row tiles where the format has a decode tile, then single rows.
 // More than 8 tokens take the grouped path (pairs by expert, mul_mat's tiles): n_tok 41
 // gives each expert about 20 pairs, so whole and partial column blocks. So do 2 to 8 tokens
-// of the formats without a decode tile (q6_K, f16 on avx512, and q8_0, q5_K unless on an
-// Intel CPU or GK_CPU_DECODE_TILES=1; every format on the other targets); one token always
-// goes pair by pair.
+// of the formats without a decode tile (q6_K on avx512, and q8_0, q5_K, f16, bf16 unless on
+// an Intel CPU or GK_CPU_DECODE_TILES=1; every format on the other targets); one token
+// always goes pair by pair.
 template <class W>
 void check_mul_mat_id(std::int64_t k, std::int64_t m, std::int64_t n_tok = 5) {
   context ctx{context_params{16u << 20}};

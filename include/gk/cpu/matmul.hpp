@@ -56,9 +56,9 @@ concept shaped_tile = requires {
 // and its run<rows, 1> takes the weight bytes to prefetch as it goes (see mul_mat).
 template <class D>
 concept decode_tile = requires { requires D::decode; };
-// A tile that serves one column on Intel CPUs only (decode_path::tile_on_intel): q8_0's and
-// q5_K's. Their row dots and their tiles give the same bits, so only speed chooses, and the
-// two measured in opposite orders. On an AMD EPYC (Zen 5 share) from memory the tile ran
+// A tile that serves one column on Intel CPUs only (decode_path::tile_on_intel): q8_0's,
+// q5_K's, and f16's and bf16's (avx512/dot_tile_float.hpp). Their row dots and their tiles
+// give the same bits, so only speed chooses, and the two measured in opposite orders. On an AMD EPYC (Zen 5 share) from memory the tile ran
 // 0.78-0.80 (q8_0) and 0.86-1.06 (q5_K) of the row dots. On an Intel Xeon (Emerald Rapids,
 // a KVM share of two cores), one thread, 4096-wide rows (GFLOP/s at M 4096, cache-resident;
 // GB/s from 2.3 GB of rows at M 131072), row dots -> tile: q8_0 25.5 -> 42.9, 6.1 -> 10.0;
