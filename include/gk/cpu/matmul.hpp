@@ -58,14 +58,17 @@ template <class D>
 concept decode_tile = requires { requires D::decode; };
 // A tile that serves one column on Intel CPUs only (decode_path::tile_on_intel): q8_0's,
 // q5_K's, and f16's and bf16's (avx512/dot_tile_float.hpp). Their row dots and their tiles
-// give the same bits, so only speed chooses, and the two measured in opposite orders. On an AMD EPYC (Zen 5 share) from memory the tile ran
-// 0.78-0.80 (q8_0) and 0.86-1.06 (q5_K) of the row dots. On an Intel Xeon (Emerald Rapids,
-// a KVM share of two cores), one thread, 4096-wide rows (GFLOP/s at M 4096, cache-resident;
-// GB/s from 2.3 GB of rows at M 131072), row dots -> tile: q8_0 25.5 -> 42.9, 6.1 -> 10.0;
-// q5_K 37.4 -> 45.2, 5.4 -> 7.8; q6_K's went the other way (43.7 -> 31.6, 10.2 -> 8.3) and
-// keeps its rows everywhere.
+// give the same bits, so only speed chooses, and the two measured in opposite orders. On an
+// AMD EPYC (Zen 5 share) from memory the tile ran 0.78-0.80 (q8_0) and 0.86-1.06 (q5_K) of
+// the row dots. On an Intel Xeon (Emerald Rapids, a KVM share of two cores), one thread,
+// 4096-wide rows (GFLOP/s at M 4096, cache-resident; GB/s from 2.3 GB of rows at M 131072),
+// row dots -> tile: q8_0 25.5 -> 42.9, 6.1 -> 10.0; q5_K 37.4 -> 45.2, 5.4 -> 7.8; q6_K's
+// went the other way (43.7 -> 31.6, 10.2 -> 8.3) and keeps its rows everywhere.
 template <class D>
 concept decode_tile_on_intel = requires { requires D::decode_on_intel; };
+// A tile that may serve one column (whether it does is tile_decodes' run-time answer).
+template <class D>
+concept decode_tile_somewhere = decode_tile<D> || decode_tile_on_intel<D>;
 // Those tiles' choice: on Intel CPUs, unless GK_CPU_DECODE_TILES=1 (the tile) or 0 (row dots)
 // says otherwise for any CPU (read once; the tests run both ways).
 inline bool decode_tiles_here() noexcept {
@@ -238,7 +241,7 @@ void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const*
   std::int64_t r = row0;
   auto run = [&]<int C>(const typename W::block* const* w, std::int64_t c) {
     float o[tr * C];
-    if constexpr (C == 1 && (decode_tile<tile> || decode_tile_on_intel<tile>)) {
+    if constexpr (C == 1 && decode_tile_somewhere<tile>) {
       if (decodes) tile::template run<tr, 1>(w, p.col + c, k, o, next, next_bytes);
       else tile::template run<tr, 1>(w, p.col + c, k, o);
     } else {
@@ -488,7 +491,7 @@ void mul_mat_id(const exec& ex, tensor* dst) {
     auto* y = reinterpret_cast<float*>(dst->at(e, tok, 0));
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, expert, 0)); };
     std::int64_t r = row0;
-    if constexpr (decode_tile<tile> || decode_tile_on_intel<tile>) {
+    if constexpr (decode_tile_somewhere<tile>) {
       if (decodes) {  // as mul_mat's one column; the rest row by row
         const char* next = nullptr;
         std::size_t next_bytes = 0;
