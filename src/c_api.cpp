@@ -532,6 +532,7 @@ int backend_graph_compute(gk_backend* b, gk_graph* g) {
 // ---- memory ----
 
 gk_buffer_type* cpu_buffer_type() { return reinterpret_cast<gk_buffer_type*>(&gk::host_buffer_type()); }
+gk_buffer_type* cpu_tiled_buffer_type() { return reinterpret_cast<gk_buffer_type*>(&gk::cpu_tiled_buffer_type()); }
 const char* buffer_type_name(const gk_buffer_type* b) { return b ? bt(b)->name().data() : nullptr; }
 size_t buffer_type_alignment(const gk_buffer_type* b) { return b ? bt(b)->alignment() : 0; }
 bool buffer_type_is_host(const gk_buffer_type* b) { return b && bt(b)->is_host(); }

@@ -188,6 +188,14 @@ class backend {
   virtual void graph_compute(const graph& g) = 0;
   virtual bool supports_op(const tensor* node) const = 0;
   virtual bool supports_buft(const buffer_type& buft) const = 0;
+  // Whether this backend reads source `slot` of node where it lies, in memory `mem`; if not,
+  // the scheduler stages a copy in default_buffer_type(). By default: the memory it
+  // addresses. The CPU also reads mul_mat weights from CPU_TILED (cpu/tiled.hpp).
+  virtual bool reads_in_place(const tensor* node, int slot, const buffer_type& mem) const {
+    (void)node;
+    (void)slot;
+    return supports_buft(mem);
+  }
   // Returns when all work submitted so far has finished (a no-op for synchronous backends).
   virtual void synchronize() {}
 };

@@ -281,6 +281,14 @@ GK_API int gk_backend_graph_compute(gk_backend *b, gk_graph *g);
 
 /* Host memory. */
 GK_API gk_buffer_type *gk_cpu_buffer_type(void);
+/* CPU_TILED: host memory that stores q4_0, q4_1, q8_0, q4_K and q5_K weights in the layout
+ * the CPU matmul tiles read (faster mul_mat and mul_mat_id); other types are stored as
+ * they are.
+ * Not is_host: read and write its tensors with gk_tensor_set_bytes / gk_tensor_get_bytes
+ * (which convert), never through their data pointers. The CPU reads a tiled weight in
+ * place only as the weight of mul_mat / mul_mat_id; a scheduler copies it out for any
+ * other reader, and gk_backend_graph_compute refuses such a graph. */
+GK_API gk_buffer_type *gk_cpu_tiled_buffer_type(void);
 GK_API const char *gk_buffer_type_name(const gk_buffer_type *bt);
 GK_API size_t gk_buffer_type_alignment(const gk_buffer_type *bt);
 GK_API bool gk_buffer_type_is_host(const gk_buffer_type *bt);

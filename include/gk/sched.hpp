@@ -6,17 +6,19 @@
 //       (1) the memory the node already lives in (its buffer, or its view base's): the
 //           first backend that addresses that memory and supports the op. A view of
 //           another node follows that node. Such nodes are pinned;
-//       (2) the memory a source lives in (a matmul goes where its weight src[0] is), if
-//           that memory's backend supports the op;
+//       (2) the memory a source lives in (a matmul goes where its weight src[0] is): the
+//           first backend that reads that source there (backend::reads_in_place) and
+//           supports the op;
 //       (3) the backend of its first source that is a node, if that one supports the op;
 //       (4) the first backend that supports the op.
 //     set_backend(node, b) pins a node by hand and overrides all four.
 //  2. smooth  a lone node on A between two neighbours on B that B supports moves to B: it
 //     saves two split boundaries (and their copies) for one op. Pinned nodes never move.
 //  3. cut     the node list into splits where the backend changes.
-//  4. stage   every input a split reads from memory its backend cannot address gets a
-//     staging tensor (same type, shape and strides) in memory it can, filled by a copy
-//     just before the split runs. A staged copy is reused by later splits on the same
+//  4. stage   every input a split reads from memory its backend cannot read it in (cannot
+//     address, or, as CPU_TILED for any reader but a matmul's weight, cannot read in that
+//     layout) gets a staging tensor (same type, shape and strides) in memory it can,
+//     filled by a copy (copy_tensor: the buffers' get/set_tensor) just before the split runs. A staged copy is reused by later splits on the same
 //     memory until a node writes the original's storage again.
 //  5. place   node outputs, inputs without storage and staging tensors get storage from the
 //     graph allocator's planner (alloc.hpp plan_steps), given the execution order as steps:
@@ -101,6 +103,14 @@ inline std::string where(const tensor* n) {
   return "node " + std::string(name(n->op)) + " -> " + describe(n);
 }
 
+// The first backend that reads the node's source `slot` in `mem` in place and supports the
+// node; -1 if none.
+inline int backend_reading(const std::vector<backend*>& bs, const buffer_type& mem, const tensor* node, int slot) {
+  for (std::size_t i = 0; i < bs.size(); ++i)
+    if (bs[i]->reads_in_place(node, slot, mem) && bs[i]->supports_op(node)) return static_cast<int>(i);
+  return -1;
+}
+
 // The first backend that addresses `mem` and supports the node; -1 if none.
 inline int backend_for_memory(const std::vector<backend*>& bs, const buffer_type& mem, const tensor* node) {
   for (std::size_t i = 0; i < bs.size(); ++i)
@@ -157,7 +167,7 @@ inline assignment assign(std::span<tensor* const> nodes, const node_index& idx, 
     }
     for (int j = 0; j < max_src && b < 0; ++j)  // rule 2
       if (const tensor* s = n->src[j])
-        if (const buffer_type* mem = memory_of(s)) b = backend_for_memory(bs, *mem, n);
+        if (const buffer_type* mem = memory_of(s)) b = backend_reading(bs, *mem, n, j);
     a.rule[k] = 2;
     if (b >= 0) continue;
     a.rule[k] = 3;
@@ -406,7 +416,7 @@ class sched {
           if (is_node && it->second >= s.first && it->second < s.last) continue;
           const buffer_type* mem = planned_memory(src);
           if (!mem) throw error("gk: sched: " + describe(src) + ", a source of " + sched_steps::where(n) + ", has no storage and no plan for any");
-          if (b->supports_buft(*mem)) {
+          if (b->reads_in_place(n, j, *mem)) {
             if (is_node) proxied.push_back({&s, {n, j}});
             continue;
           }

@@ -370,6 +370,50 @@ TEST_CASE("backends, buffers, the graph allocator and the scheduler give the sam
   gk_backend_free(cpu);
 }
 
+TEST_CASE("weights in CPU_TILED memory: the scheduler's results are the host memory's", "[c_graph]") {
+  for (gk_type wt : {GK_TYPE_Q4_0, GK_TYPE_Q4_1, GK_TYPE_Q8_0}) {
+    INFO("weight type " << gk_type_name(wt));
+    std::vector<float> want, got;
+    gk_backend* cpu = gk_backend_cpu_new(2);
+    REQUIRE(cpu);
+    for (bool tiled : {false, true}) {
+      ctx_guard wc{gk_context_new(1 << 20, true)};
+      mlp net;
+      net.build(wc.c, wt);
+      gk_buffer_type* bt = tiled ? gk_cpu_tiled_buffer_type() : gk_cpu_buffer_type();
+      REQUIRE(bt);
+      CHECK(gk_buffer_type_is_host(bt) == !tiled);
+      gk_buffer* wb = gk_buffer_alloc(bt, gk_buffer_type_alloc_size(bt, net.w));
+      REQUIRE(wb);
+      REQUIRE(gk_buffer_place_tensor(wb, net.w, 0) == 0);
+      gk_buffer* rest = gk_alloc_ctx_tensors(wc.c, gk_cpu_buffer_type());  // x and g
+      REQUIRE(rest);
+      net.fill();
+      if (tiled) {  // the bytes come back as written, though stored otherwise
+        std::vector<unsigned char> a(gk_tensor_nbytes(net.w)), b(a.size());
+        REQUIRE(gk_tensor_get_bytes(net.w, a.data(), 0, a.size()) == 0);
+        CHECK(std::memcmp(a.data(), gk_tensor_data(net.w), a.size()) != 0);
+        REQUIRE(gk_tensor_set_bytes(net.w, a.data(), 0, a.size()) == 0);
+        REQUIRE(gk_tensor_get_bytes(net.w, b.data(), 0, b.size()) == 0);
+        CHECK(a == b);
+      }
+      gk_backend* list[1] = {cpu};
+      gk_sched* s = gk_sched_new(list, 1);
+      REQUIRE(s);
+      gk_graph* g = gk_graph_new();
+      gk_build_forward_expand(g, net.y);
+      REQUIRE(gk_sched_graph_compute(s, g) == 0);
+      (tiled ? got : want) = read_f32(net.y);
+      gk_sched_free(s);
+      gk_graph_free(g);
+      gk_buffer_free(rest);
+      gk_buffer_free(wb);
+    }
+    CHECK(got == want);
+    gk_backend_free(cpu);
+  }
+}
+
 TEST_CASE("custom ops and node modifiers build", "[c_graph]") {
   ctx_guard cg{gk_context_new(1 << 20, false)};
   gk_context* c = cg.c;

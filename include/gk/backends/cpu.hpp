@@ -12,6 +12,7 @@
 
 #include "gk/backend.hpp"
 #include "gk/cpu/compute.hpp"
+#include "gk/cpu/tiled.hpp"
 
 namespace gk {
 
@@ -32,6 +33,10 @@ class cpu_backend final : public backend {
   void graph_compute(const graph& g) override { runner_->compute(g); }
   bool supports_op(const tensor* node) const override { return cpu::supports(node); }
   bool supports_buft(const buffer_type& buft) const override { return buft.is_host(); }
+  bool reads_in_place(const tensor* node, int slot, const buffer_type& mem) const override {
+    if (mem.is_host()) return true;
+    return &mem == &cpu_tiled_buffer_type() && cpu::tiled::cpu_reads_in_place(node, slot);
+  }
 
  private:
   std::unique_ptr<cpu::runner> runner_;

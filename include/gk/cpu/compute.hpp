@@ -26,6 +26,7 @@
 #include "gk/cpu/rows.hpp"
 #include "gk/cpu/softmax.hpp"
 #include "gk/cpu/threadpool.hpp"
+#include "gk/cpu/tiled.hpp"
 #include "gk/graph.hpp"
 
 namespace gk::cpu {
@@ -103,6 +104,14 @@ inline void check_graph(const graph& g) {
   for (tensor* n : g.nodes()) {
     if (!supports(n)) throw error("gk: cpu: no kernel for node " + node_label(n));
     if (!n->data && !n->is_empty()) throw error("gk: cpu: node " + node_label(n) + " has no data (allocate it first)");
+    if (family_of(n->op) == family::view) continue;  // re-describes bytes, reads and writes none
+    if (tiled::reads_tiled(n))
+      throw error("gk: cpu: node " + node_label(n) + " lives in CPU_TILED memory, which holds weights; no node writes there");
+    for (int j = 0; j < max_src; ++j)
+      if (!tiled::cpu_reads_in_place(n, j))
+        throw error("gk: cpu: node " + node_label(n) + " reads src" + std::to_string(j) + " " + describe(n->src[j]) +
+                    " from CPU_TILED memory, stored tiled; the CPU reads it there only as the weight of mul_mat or "
+                    "mul_mat_id (compute through gk::sched, which copies it out for other readers)");
   }
 }
 

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "gk/cpu/rows.hpp"
+#include "gk/cpu/tiled.hpp"
 #include "gk/formats/all.hpp"
 #include "gk/simd/dot.hpp"
 #include "gk/simd/encode.hpp"
@@ -86,6 +87,10 @@ bool tile_decodes() noexcept {
   else if constexpr (decode_tile_on_intel<D>) return decode_tiles_here();
   else return false;
 }
+// A tile that reads a group of sixteen rows stored tiled (cpu/tiled.hpp) as it lies:
+// run_tiled<C>(group, columns, k, out[, next, next_bytes]).
+template <class D>
+concept tiled_tile = requires { requires D::tiled; };
 template <class D>
 struct tile_shape {
   static constexpr int rows = 4, cols = 2;
@@ -229,12 +234,20 @@ struct half_claims {
   }
 };
 
+// A row block stored as a tiled group (cpu/tiled.hpp): its bytes, and this thread's scratch
+// of tile_rows plain rows for a target whose tile cannot read it (null group: plain rows).
+struct tiled_group {
+  const unsigned char* group = nullptr;
+  unsigned char* scratch = nullptr;
+};
+static_assert(tile_rows == tiled::group_rows, "a task's row block is one tiled group");
+
 // Weight rows [row0, row0 + nr) (wrow(r): row r's blocks) against the nc columns of panel
 // p into ycol[c][r]: W's tile where it serves (one column through a decode_tile, which
 // prefetches next_bytes at next as it goes), then single row dots.
 template <BlockFormat W, simd::Target T, class Wrow>
-void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
-                std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes) {
+void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
+                      std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes) {
   using tile = dot_tile<W, T>;
   constexpr int tr = tile_shape<tile>::rows, tc = tile_shape<tile>::cols;
   const bool decodes = tile_decodes<tile>();
@@ -263,6 +276,44 @@ void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const*
   }
   for (; r < row0 + nr; ++r)
     for (std::int64_t c = 0; c < nc; ++c) ycol[c][r] = dot_kernel<W, T>::row(wrow(r), p.col[c], k);
+}
+
+// rows_block_plain, or for a tiled group (tg): the whole group through a tiled_tile, every
+// column count (its one column prefetching too), elsewhere converted back to rows in
+// tg.scratch first.
+template <BlockFormat W, simd::Target T, class Wrow>
+void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
+                std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes,
+                tiled_group tg = {}) {
+  using tile = dot_tile<W, T>;
+  if constexpr (tiled::tiles_format(W::id)) {
+    if (tg.group) {
+      if constexpr (tiled_tile<tile>) {
+        static_assert(tile_shape<tile>::rows == tile_rows);
+        auto run = [&]<int C>(std::int64_t c) {
+          float o[tile_rows * C];
+          if constexpr (C == 1) tile::template run_tiled<1>(tg.group, p.col + c, k, o, next, next_bytes);
+          else tile::template run_tiled<C>(tg.group, p.col + c, k, o);
+          for (std::int64_t j = 0; j < nr; ++j)
+            for (int i = 0; i < C; ++i) ycol[c + i][row0 + j] = o[j * C + i];
+        };
+        std::int64_t c = 0;
+        for (; c + 8 <= nc; c += 8) run.template operator()<8>(c);
+        if (c + 4 <= nc) run.template operator()<4>(c), c += 4;
+        if (c + 2 <= nc) run.template operator()<2>(c), c += 2;
+        if (c < nc) run.template operator()<1>(c);
+        return;
+      } else {
+        const std::size_t row_bytes = gk::row_size(W::id, k);
+        tiled::untile_group(tg.group, tg.scratch, k / W::block_size, tiled::units_of<W>());
+        auto srow = [&](std::int64_t r) {
+          return reinterpret_cast<const typename W::block*>(tg.scratch + static_cast<std::size_t>(r - row0) * row_bytes);
+        };
+        return rows_block_plain<W, T>(srow, p, ycol, row0, nr, nc, k, next, next_bytes);
+      }
+    }
+  }
+  rows_block_plain<W, T>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes);
 }
 
 template <BlockFormat W, simd::Target T, fault F = fault::none>
@@ -308,7 +359,13 @@ void mul_mat(const exec& ex, tensor* dst) {
   // stay there (from memory the tile ran 0.78-0.80 and 0.86-1.06 of them), but not on Intel
   // CPUs (decode_tile_on_intel). With one column block
   // task_order is row block fastest, and the next task's rows come from task_order too.
-  const bool claim_ahead = tile_decodes<tile>() && n == 1;
+  // A weight stored tiled (cpu/tiled.hpp) goes by whole groups through a tiled_tile, one
+  // column too, on any CPU: its codes need no unpack there.
+  const bool w_tiled = tiled::is_tiled(a);
+  const bool claim_ahead = (tile_decodes<tile>() || (w_tiled && tiled_tile<tile>)) && n == 1;
+  unsigned char* untiled = w_tiled && !tiled_tile<tile>
+                               ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
+                               : nullptr;
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
   auto claim = [&] { return order.halves ? halves.next() : ex.counter->fetch_add(1, std::memory_order_relaxed); };
 
@@ -347,7 +404,10 @@ void mul_mat(const exec& ex, tensor* dst) {
       next = a->at(nt.rb * tile_rows, nt.i2 / r2, nt.i3 / r3);
       next_bytes = row_block_bytes(a, nt.rb * tile_rows);
     }
-    rows_block<W, T>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes);
+    tiled_group tg{};
+    if (w_tiled && row0 % tile_rows == 0 && row0 + tile_rows <= m)
+      tg = {reinterpret_cast<const unsigned char*>(a->at(row0, i2 / r2, i3 / r3)), untiled};
+    rows_block<W, T>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, tg);
     t = claim_ahead ? t_next : claim();
   }
 }
@@ -407,6 +467,10 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
   auto* keys = ex.scr->get<std::int64_t>(3, static_cast<std::size_t>(group));
   std::fill(keys, keys + group, std::int64_t{-1});
+  const bool w_tiled = tiled::is_tiled(as);
+  unsigned char* untiled = w_tiled && !tiled_tile<dot_tile<W, T>>
+                               ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
+                               : nullptr;
 
   for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < n_tasks;
        t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
@@ -432,7 +496,9 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
     keys[slot] = gcb;
     const std::int64_t row0 = rb * tile_rows;
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, e, 0)); };
-    rows_block<W, T>(wrow, p, ycol, row0, std::min(tile_rows, m - row0), nc, k, nullptr, 0);
+    tiled_group tg{};
+    if (w_tiled && row0 + tile_rows <= m) tg = {reinterpret_cast<const unsigned char*>(as->at(row0, e, 0)), untiled};
+    rows_block<W, T>(wrow, p, ycol, row0, std::min(tile_rows, m - row0), nc, k, nullptr, 0, tg);
   }
 }
 
@@ -453,7 +519,8 @@ void mul_mat_id(const exec& ex, tensor* dst) {
   using tile = dot_tile<W, T>;
   const tensor* ids = dst->src[2];
   const std::int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
-  const bool decodes = tile_decodes<tile>();
+  const bool w_tiled = tiled::is_tiled(dst->src[0]);
+  const bool decodes = tile_decodes<tile>() || (w_tiled && tiled_tile<tile>);
   if (n_tok > 8 || (!decodes && n_tok > 1)) return mul_mat_id_grouped<W, T>(ex, dst);
   using A = typename W::dot_type;
   const tensor* as = dst->src[0];
@@ -464,6 +531,9 @@ void mul_mat_id(const exec& ex, tensor* dst) {
 
   auto* store = ex.scr->get<typename A::block>(0, gk::row_size(A::id, k) / sizeof(typename A::block) + 1);
   float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
+  unsigned char* untiled = w_tiled && !tiled_tile<tile>
+                               ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
+                               : nullptr;
   panel<A> p{};
   std::int64_t key = -1;
   constexpr int tr = tile_shape<tile>::rows;
@@ -491,15 +561,23 @@ void mul_mat_id(const exec& ex, tensor* dst) {
     auto* y = reinterpret_cast<float*>(dst->at(e, tok, 0));
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, expert, 0)); };
     std::int64_t r = row0;
+    const char* next = nullptr;  // the next task's rows, where claimed ahead
+    std::size_t next_bytes = 0;
+    if (decodes) {
+      const std::int64_t rb_n = t_next % n_rb, expert_n = t_next < n_tasks ? expert_of(t_next / n_rb) : -1;
+      if (expert_n >= 0 && expert_n < n_as) {
+        next = as->at(rb_n * tile_rows, expert_n, 0);
+        next_bytes = row_block_bytes(as, rb_n * tile_rows);
+      }
+    }
+    if (w_tiled && nr == tile_rows) {  // a tiled group, as mul_mat's
+      float* ycol[1] = {y};
+      rows_block<W, T>(wrow, p, ycol, row0, nr, 1, k, next, next_bytes,
+                       {reinterpret_cast<const unsigned char*>(as->at(row0, expert, 0)), untiled});
+      r = row0 + nr;
+    }
     if constexpr (decode_tile_somewhere<tile>) {
       if (decodes) {  // as mul_mat's one column; the rest row by row
-        const char* next = nullptr;
-        std::size_t next_bytes = 0;
-        const std::int64_t rb_n = t_next % n_rb, expert_n = t_next < n_tasks ? expert_of(t_next / n_rb) : -1;
-        if (expert_n >= 0 && expert_n < n_as) {
-          next = as->at(rb_n * tile_rows, expert_n, 0);
-          next_bytes = row_block_bytes(as, rb_n * tile_rows);
-        }
         for (; r + tr <= row0 + nr; r += tr) {
           const typename W::block* w[tr];
           for (int j = 0; j < tr; ++j) w[j] = wrow(r + j);

@@ -32,8 +32,10 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gk/core/exact_fp.hpp"
 #include "gk/formats/kquants.hpp"
@@ -49,6 +51,7 @@ using namespace gk::simd::avx512_ops;
 using avx512_legacy_tile::ahead;
 using avx512_legacy_tile::rows_x4;
 using avx512_legacy_tile::rows_x8;
+using avx512_legacy_tile::tiled_rows;
 
 inline constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
 
@@ -65,6 +68,7 @@ struct header {
 // kq::get_scale_min reads them: scales 0-3 are the low 6 bits of bytes 0-3, mins 0-3 of
 // bytes 4-7; scales 4-7 are the low nibbles of bytes 8-11 with bits 6-7 of bytes 0-3 on
 // top, mins 4-7 the high nibbles of bytes 8-11 with bits 6-7 of bytes 4-7 on top.
+inline void header_from(const __m512i* x, header& h);
 template <class B>
 inline void load_header(const B* const* w, std::int64_t i, header& h) {
   const std::uint8_t* p[kRows];
@@ -72,6 +76,20 @@ inline void load_header(const B* const* w, std::int64_t i, header& h) {
   for (int r = 0; r < kRows; ++r) p[r] = reinterpret_cast<const std::uint8_t*>(w[r] + i);
   __m512i x[4];
   rows_x4(p, x);
+  header_from(x, h);
+}
+// The same from a tiled group (cpu/tiled.hpp: K-quant blocks go in 4-byte units), where
+// lane r of the vector at 16 * 4p is dword p of row r's block already.
+template <class B>
+inline void load_header(tiled_rows w, std::int64_t i, header& h) {
+  const unsigned char* col = w.column<B>(i);
+  __m512i x[4];
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) x[p] = load(col + 64 * p);
+  header_from(x, h);
+}
+// x[p], lane r: dword p of row r's first 16 bytes.
+inline void header_from(const __m512i* x, header& h) {
   h.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x[0]));  // vcvtph2ps: as to_f32 converts
   h.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(x[0], 16)));
   const __m512i low6 = _mm512_set1_epi8(0x3f), low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
@@ -100,7 +118,8 @@ inline void load_header(const B* const* w, std::int64_t i, header& h) {
 struct q4_K {
   using W = formats::q4_K;
   struct extra {};
-  static void prepare(const W::block* const*, std::int64_t, extra&) {}
+  template <class Rows>
+  static void prepare(Rows, std::int64_t, extra&) {}
   static void codes(const __m512i* x, const extra&, int, int h, __m512i* q) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 8
@@ -121,6 +140,11 @@ struct q5_K {
     for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qh;
     rows_x8(p, e.qh);
   }
+  static void prepare(tiled_rows w, std::int64_t i, extra& e) {
+    const unsigned char* col = w.column<W::block>(i) + kRows * offsetof(W::block, qh);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) e.qh[k] = load(col + 64 * k);
+  }
   static void codes(const __m512i* x, const extra& e, int c, int h, __m512i* q) {
     const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
     const int b = 2 * c + h;  // the qh bit of these codes, moved to bit 4 of the same byte: a
@@ -134,16 +158,17 @@ struct q5_K {
 };
 
 // out[c][r] = the row dot of w[r] and a[c], r < 16, c < C.
-template <class F, int C>
-inline void tile(const typename F::W::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,
-                 float (*out)[kRows], const ahead& next = {}) {
+// w: the sixteen rows' pointers, or a tiled group (tiled_rows).
+template <class F, int C, class Rows>
+inline void tile(Rows w, const formats::q8_K::block* const* a, std::int64_t n, float (*out)[kRows],
+                 const ahead& next = {}) {
   __m512 sum[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) sum[c] = _mm512_setzero_ps();
   for (std::int64_t i = 0; i < n / qk_k; ++i) {
     next.block(i);
     header h;
-    load_header(w, i, h);
+    load_header<typename F::W::block>(w, i, h);
     typename F::extra e;
     F::prepare(w, i, e);
     __m512i sq[C];
@@ -151,11 +176,17 @@ inline void tile(const typename F::W::block* const* w, const formats::q8_K::bloc
     for (int c = 0; c < C; ++c) sq[c] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {  // qs bytes 32g .. 32g+31: sub-blocks 2g (low nibbles), 2g+1
-      const std::uint8_t* p[kRows];
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs + 32 * g;
       __m512i x[8];
-      rows_x8(p, x);
+      if constexpr (std::is_same_v<Rows, tiled_rows>) {
+        const unsigned char* col = w.template column<typename F::W::block>(i) + kRows * offsetof(typename F::W::block, qs);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) x[k] = load(col + 512 * g + 64 * k);
+      } else {
+        const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs + 32 * g;
+        rows_x8(p, x);
+      }
 #pragma GCC unroll 2
       for (int s = 0; s < 2; ++s) {
         __m512i q[8];
@@ -221,6 +252,24 @@ struct runner {
       }
     }
   }
+  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns.
+  template <int C>
+  static void run_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out,
+                        const ahead& next = {}) {
+    const tiled_rows rows{static_cast<const unsigned char*>(group)};
+    constexpr int cb = C < 8 ? C : 8;
+    float o[cb][kRows];
+    int c0 = 0;
+    for (; c0 + cb <= C; c0 += cb) {
+      avx512_kq16_tile::tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});
+      for (int c = 0; c < cb; ++c)
+        for (int r = 0; r < kRows; ++r) out[r * C + c0 + c] = o[c][r];
+    }
+    for (; c0 < C; ++c0) {
+      avx512_kq16_tile::tile<F, 1>(rows, a + c0, n, o);
+      for (int r = 0; r < kRows; ++r) out[r * C + c0] = o[0][r];
+    }
+  }
 };
 
 }  // namespace gk::simd::avx512_kq16_tile
@@ -233,12 +282,19 @@ namespace gk {
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
     static constexpr bool specialised = true, decode = path == decode_path::tile;                                  \
     static constexpr bool decode_on_intel = path == decode_path::tile_on_intel;                                    \
+    static constexpr bool tiled = true; /* reads cpu/tiled.hpp's groups: run_tiled */                              \
     static constexpr int rows = simd::avx512_kq16_tile::kRows, cols = 8;                                            \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,     \
                     float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                          \
       simd::avx512_kq16_tile::runner<simd::avx512_kq16_tile::fmt>::run<R, C>(w, a, n, out,                         \
                                                                              {next, next_bytes, n / qk_k});        \
+    }                                                                                                              \
+    template <int C>                                                                                               \
+    static void run_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out,     \
+                          const void* next = nullptr, std::size_t next_bytes = 0) {                                \
+      simd::avx512_kq16_tile::runner<simd::avx512_kq16_tile::fmt>::run_tiled<C>(group, a, n, out,                 \
+                                                                                {next, next_bytes, n / qk_k});     \
     }                                                                                                              \
   };
 

@@ -154,6 +154,38 @@ inline void nibbles(const B* const* w, std::int64_t i, __m512i* q) {
   }
 }
 
+// A group of sixteen rows stored tiled (cpu/tiled.hpp): block column i is 16 x sizeof(B)
+// bytes at group + 16 i sizeof(B), each field of the block before qs as sixteen copies
+// (row r's at 16 offset + 2r), then qs dword k of the sixteen rows as one vector.
+struct tiled_rows {
+  const unsigned char* group;
+  template <class B>
+  const unsigned char* column(std::int64_t i) const {
+    return group + static_cast<std::size_t>(i) * kRows * sizeof(B);
+  }
+};
+// The f16 field at byte offset `at` of the sixteen rows of a tiled block column.
+template <std::size_t at>
+inline __m512 f16_tiled(const unsigned char* col) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + kRows * at)));
+}
+// Vector k: lane r is qs dword k of row r, qs at byte offset `at` of the block.
+template <std::size_t at>
+inline __m512i qs_tiled(const unsigned char* col, int k) {
+  return load(col + kRows * at + 64 * k);
+}
+// nibbles(), from a tiled block column.
+template <std::size_t at>
+inline void nibbles_tiled(const unsigned char* col, __m512i* q) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512i d = qs_tiled<at>(col, k);
+    q[k] = _mm512_and_si512(d, low4);
+    q[4 + k] = _mm512_and_si512(_mm512_srli_epi16(d, 4), low4);
+  }
+}
+
 // The 4 bytes at byte offset `at` of block i of the sixteen rows, lane r.
 template <std::size_t at, class B>
 inline __m512i dword_rows(const B* const* w, std::int64_t i) {
@@ -216,6 +248,13 @@ struct q8_0 : one_part<formats::q8_0, 128> {
     for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_xor_si512(u.q[0][k], _mm512_set1_epi8(static_cast<char>(0x80)));
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k)
+      u.q[0][k] = _mm512_xor_si512(qs_tiled<offsetof(W::block, qs)>(col, k), _mm512_set1_epi8(static_cast<char>(0x80)));
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+  }
   // float(s) * (dw * da)
   static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
 };
@@ -228,6 +267,11 @@ struct q4_0 : one_part<formats::q4_0, 8> {
   static void load(const W::block* const* w, std::int64_t i, rows& u) {
     nibbles(w, i, u.q[0]);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
   }
   // float(s) * dw * da
   static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(s, u.d), da); }
@@ -265,6 +309,12 @@ struct q4_1 : affine_part<formats::q4_1> {
     nibbles(w, i, u.q[0]);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
     u.m = f16_rows<offsetof(W::block, m)>(w, i);
+  }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+    u.m = f16_tiled<offsetof(W::block, m)>(col);
   }
 };
 
@@ -679,9 +729,10 @@ struct column_terms {
 // out[c][r] = the row dot of w[r] and a[c], r < 16, c < C. A part's dwords go eight at a
 // time (a chunk: eight code vectors held while every column takes them), each column's
 // integer sum running on across the chunks.
-template <class F, int C>
-inline void tile(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
-                 float (*out)[kRows], const ahead& next = {}) {
+// w: the sixteen rows' pointers, or a tiled group (tiled_rows).
+template <class F, int C, class Rows>
+inline void tile(Rows w, const typename F::W::dot_type::block* const* a, std::int64_t n, float (*out)[kRows],
+                 const ahead& next = {}) {
   using L = part_layout<F>;
   constexpr int cd = F::part_dwords < 8 ? F::part_dwords : 8, chunks = F::part_dwords / cd;
   constexpr int G = int_groups<F>();
@@ -792,7 +843,30 @@ struct runner {
       }
     }
   }
+  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns.
+  template <int C>
+  static void run_tiled(const void* group, const ablock* const* a, std::int64_t n, float* out, const ahead& next = {}) {
+    const tiled_rows rows{static_cast<const unsigned char*>(group)};
+    constexpr int cb = C < 8 ? C : 8;
+    float o[cb][kRows];
+    int c0 = 0;
+    for (; c0 + cb <= C; c0 += cb) {
+      tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});
+      for (int c = 0; c < cb; ++c)
+        for (int r = 0; r < kRows; ++r) out[r * C + c0 + c] = o[c][r];
+    }
+    for (; c0 < C; ++c0) {
+      tile<F, 1>(rows, a + c0, n, o);
+      for (int r = 0; r < kRows; ++r) out[r * C + c0] = o[0][r];
+    }
+  }
 };
+
+// Whether F loads a tiled group (q8_0, q4_0, q4_1: cpu/tiled.hpp's formats of this file).
+template <class F>
+constexpr bool loads_tiled() {
+  return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
+}
 
 }  // namespace gk::simd::avx512_legacy_tile
 
@@ -805,12 +879,19 @@ namespace gk {
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
     static constexpr bool specialised = true, decode = path == decode_path::tile;                                  \
     static constexpr bool decode_on_intel = path == decode_path::tile_on_intel;                                    \
+    static constexpr bool tiled = simd::avx512_legacy_tile::loads_tiled<simd::avx512_legacy_tile::fmt>();          \
     static constexpr int rows = simd::avx512_legacy_tile::kRows, cols = 8;                                          \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
                     std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
       simd::avx512_legacy_tile::runner<simd::avx512_legacy_tile::fmt>::run<R, C>(                                  \
           w, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                         \
+    }                                                                                                              \
+    template <int C>                                                                                               \
+    static void run_tiled(const void* group, const formats::fmt::dot_type::block* const* a, std::int64_t n,        \
+                          float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                    \
+      simd::avx512_legacy_tile::runner<simd::avx512_legacy_tile::fmt>::run_tiled<C>(                               \
+          group, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                     \
     }                                                                                                              \
   };
 

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// CPU_TILED: host memory in which weights of some formats are stored the way the matmul
+// tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
+// of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
+//
+// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, q4_K, q5_K), contiguous, not a
+// view, is cut
+// into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
+// i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
+// bytes (16 rows' worth, at the same place), reordered block column by block column: block
+// column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
+// unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant
+// block in 4-byte units throughout) comes as sixteen consecutive copies, row 0's first:
+// unit at block offset o of row r goes to 16 o + r * unit size. So a q4_0 block column is
+// the sixteen scales (32 bytes), then four 64-byte vectors, vector k holding row r's qs
+// dword k in lane r: what the tile's unpack made before, now one load each. The byte
+// count is the tensor's.
+//
+// Reading and writing go through the buffer (set_tensor / get_tensor / memset_tensor, any
+// byte range, views too), which convert; t->data is not the tensor's bytes in the usual
+// order, so the memory is not is_host. The CPU backend reads a tiled weight in place only
+// as mul_mat's or mul_mat_id's weight (and any tensor of another format, or one stored
+// plain, by any op); the scheduler copies it out through get_tensor for any other reader.
+// Computing a graph on the CPU runner directly (no scheduler) with such a read throws.
+// Every SIMD target reads the layout: the AVX-512 tiles load it directly, the others
+// convert a group back to rows in scratch as they go (cpu/matmul.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gk/backend.hpp"
+#include "gk/core/error.hpp"
+#include "gk/formats/kquants.hpp"
+#include "gk/formats/legacy.hpp"
+#include "gk/tensor.hpp"
+
+namespace gk::cpu::tiled {
+
+inline constexpr std::int64_t group_rows = 16;
+
+// The formats stored tiled.
+constexpr bool tiles_format(type t) noexcept {
+  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::q4_K || t == type::q5_K;
+}
+
+// A block's units: [0, qs_at) in 2-byte units, [qs_at, bytes) in 4-byte units. The
+// 32-weight formats' f16 fields come before qs; a K-quant block is dwords throughout.
+struct block_units {
+  std::size_t bytes, qs_at;
+};
+template <class W>
+constexpr block_units units_of() {
+  if constexpr (W::id == type::q4_K || W::id == type::q5_K) {
+    static_assert(sizeof(typename W::block) % 4 == 0);
+    return {sizeof(typename W::block), 0};
+  } else {
+    static_assert(offsetof(typename W::block, qs) % 2 == 0 && sizeof(W::block::qs) % 4 == 0 &&
+                  offsetof(typename W::block, qs) + sizeof(W::block::qs) == sizeof(typename W::block));
+    return {sizeof(typename W::block), offsetof(typename W::block, qs)};
+  }
+}
+inline block_units units_of(type t) {
+  switch (t) {
+    case type::q4_0: return units_of<formats::q4_0>();
+    case type::q4_1: return units_of<formats::q4_1>();
+    case type::q8_0: return units_of<formats::q8_0>();
+    case type::q4_K: return units_of<formats::q4_K>();
+    case type::q5_K: return units_of<formats::q5_K>();
+    default: throw error("gk: cpu tiled: " + type_label(t) + " is not a tiled format");
+  }
+}
+
+// Sixteen plain rows of nb blocks at `rows` -> one tiled group at `out` (and back).
+inline void tile_group(const unsigned char* rows, unsigned char* out, std::int64_t nb, block_units u) {
+  const std::size_t row_bytes = static_cast<std::size_t>(nb) * u.bytes;
+  for (std::int64_t i = 0; i < nb; ++i) {
+    unsigned char* col = out + static_cast<std::size_t>(i) * group_rows * u.bytes;
+    for (std::size_t r = 0; r < group_rows; ++r) {
+      const unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
+      for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(col + group_rows * o + r * 2, b + o, 2);
+      for (std::size_t o = u.qs_at; o < u.bytes; o += 4) std::memcpy(col + group_rows * o + r * 4, b + o, 4);
+    }
+  }
+}
+inline void untile_group(const unsigned char* group, unsigned char* rows, std::int64_t nb, block_units u) {
+  const std::size_t row_bytes = static_cast<std::size_t>(nb) * u.bytes;
+  for (std::int64_t i = 0; i < nb; ++i) {
+    const unsigned char* col = group + static_cast<std::size_t>(i) * group_rows * u.bytes;
+    for (std::size_t r = 0; r < group_rows; ++r) {
+      unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
+      for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(b + o, col + group_rows * o + r * 2, 2);
+      for (std::size_t o = u.qs_at; o < u.bytes; o += 4) std::memcpy(b + o, col + group_rows * o + r * 4, 4);
+    }
+  }
+}
+
+// Whether t's bytes, where t lives in CPU_TILED memory, are in the tiled layout (else plain).
+inline bool layout_tiled(const tensor* t) noexcept {
+  return tiles_format(t->type) && !t->view_src && t->is_contiguous();
+}
+
+// The geometry of a tiled tensor's bytes.
+struct geometry {
+  block_units u;
+  std::int64_t nb;             // blocks per row
+  std::size_t group, slab, full;  // bytes of a group, of a matrix, of a matrix's whole groups
+  explicit geometry(const tensor* t)
+      : u(units_of(t->type)), nb(t->ne[0] / block_size(t->type)),
+        group(static_cast<std::size_t>(group_rows) * t->row_bytes()),
+        slab(static_cast<std::size_t>(t->ne[1]) * t->row_bytes()),
+        full(static_cast<std::size_t>(t->ne[1] / group_rows) * group) {}
+};
+
+// Visits logical bytes [off, off + n) of tiled tensor t whose storage is `phys`, piece by
+// piece: plain(p, len) for a stretch stored as it is (phys + p holds logical byte p), and
+// grouped(g, p, len) for part [p, p + len) of the whole group starting at byte g.
+template <class Plain, class Grouped>
+void for_pieces(const tensor* t, std::size_t off, std::size_t n, Plain&& plain, Grouped&& grouped) {
+  const geometry geo(t);
+  std::size_t pos = off;
+  const std::size_t end = off + n;
+  while (pos < end) {
+    const std::size_t slab0 = geo.slab ? pos / geo.slab * geo.slab : 0, in = pos - slab0;
+    if (in >= geo.full) {
+      const std::size_t len = std::min(end, slab0 + geo.slab) - pos;
+      plain(pos, len);
+      pos += len;
+      continue;
+    }
+    const std::size_t g = slab0 + in / geo.group * geo.group, len = std::min(end, g + geo.group) - pos;
+    grouped(g, pos, len);
+    pos += len;
+  }
+}
+
+// Logical bytes [off, off + n) of tiled tensor t (storage phys) := src / -> dst / := value.
+inline void write(const tensor* t, unsigned char* phys, const unsigned char* src, std::size_t off, std::size_t n) {
+  const geometry geo(t);
+  std::vector<unsigned char> tmp;
+  for_pieces(
+      t, off, n, [&](std::size_t p, std::size_t len) { std::memcpy(phys + p, src + (p - off), len); },
+      [&](std::size_t g, std::size_t p, std::size_t len) {
+        if (len == geo.group) return tile_group(src + (p - off), phys + g, geo.nb, geo.u);
+        tmp.resize(geo.group);
+        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
+        std::memcpy(tmp.data() + (p - g), src + (p - off), len);
+        tile_group(tmp.data(), phys + g, geo.nb, geo.u);
+      });
+}
+inline void read(const tensor* t, const unsigned char* phys, unsigned char* dst, std::size_t off, std::size_t n) {
+  const geometry geo(t);
+  std::vector<unsigned char> tmp;
+  for_pieces(
+      t, off, n, [&](std::size_t p, std::size_t len) { std::memcpy(dst + (p - off), phys + p, len); },
+      [&](std::size_t g, std::size_t p, std::size_t len) {
+        if (len == geo.group) return untile_group(phys + g, dst + (p - off), geo.nb, geo.u);
+        tmp.resize(geo.group);
+        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
+        std::memcpy(dst + (p - off), tmp.data() + (p - g), len);
+      });
+}
+inline void fill(const tensor* t, unsigned char* phys, std::uint8_t value, std::size_t off, std::size_t n) {
+  const geometry geo(t);
+  std::vector<unsigned char> tmp;
+  for_pieces(
+      t, off, n, [&](std::size_t p, std::size_t len) { std::memset(phys + p, value, len); },
+      [&](std::size_t g, std::size_t p, std::size_t len) {
+        if (len == geo.group) return (void)std::memset(phys + g, value, len);  // every unit the same bytes
+        tmp.resize(geo.group);
+        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
+        std::memset(tmp.data() + (p - g), value, len);
+        tile_group(tmp.data(), phys + g, geo.nb, geo.u);
+      });
+}
+
+// A CPU_TILED buffer: host memory whose set/get/memset convert tiled tensors' bytes.
+struct buffer final : host_buffer {
+  using host_buffer::host_buffer;
+
+  void set_tensor(tensor* t, const void* src, std::size_t offset, std::size_t n) override {
+    check_range(t, offset, n, "set_tensor");
+    if (const tensor* base = tiled_base(t))
+      return write(base, static_cast<unsigned char*>(base->data), static_cast<const unsigned char*>(src),
+                   view_offset(t, base) + offset, n);
+    std::memcpy(static_cast<char*>(t->data) + offset, src, n);
+  }
+  void get_tensor(const tensor* t, void* dst, std::size_t offset, std::size_t n) const override {
+    check_range(t, offset, n, "get_tensor");
+    if (const tensor* base = tiled_base(t))
+      return read(base, static_cast<const unsigned char*>(base->data), static_cast<unsigned char*>(dst),
+                  view_offset(t, base) + offset, n);
+    std::memcpy(dst, static_cast<const char*>(t->data) + offset, n);
+  }
+  void memset_tensor(tensor* t, std::uint8_t value, std::size_t offset, std::size_t n) override {
+    check_range(t, offset, n, "memset_tensor");
+    if (const tensor* base = tiled_base(t))
+      return fill(base, static_cast<unsigned char*>(base->data), value, view_offset(t, base) + offset, n);
+    std::memset(static_cast<char*>(t->data) + offset, value, n);
+  }
+
+ private:
+  // The tensor whose tiled bytes t addresses (t or its view base), or null: plain bytes.
+  static const tensor* tiled_base(const tensor* t) noexcept {
+    const tensor* base = t->view_src ? t->view_src : t;
+    return layout_tiled(base) && base->data ? base : nullptr;
+  }
+  static std::size_t view_offset(const tensor* t, const tensor* base) noexcept {
+    return static_cast<std::size_t>(static_cast<const char*>(t->data) - static_cast<const char*>(base->data));
+  }
+};
+
+class buffer_type_impl final : public gk::buffer_type {
+ public:
+  std::string_view name() const override { return "CPU_TILED"; }
+  std::size_t alignment() const override { return 64; }
+  bool is_host() const override { return false; }  // the CPU addresses it, but not every byte is where t->data says
+  std::unique_ptr<backend_buffer> alloc_buffer(std::size_t size) override {
+    return std::make_unique<buffer>(*this, size, alignment());
+  }
+};
+
+}  // namespace gk::cpu::tiled
+
+namespace gk {
+
+// The CPU_TILED memory (cpu/tiled.hpp): place mul_mat weights here for faster CPU matmul.
+inline buffer_type& cpu_tiled_buffer_type() {
+  static cpu::tiled::buffer_type_impl t;
+  return t;
+}
+
+namespace cpu::tiled {
+
+// Whether t lives in CPU_TILED memory.
+inline bool in_tiled_memory(const tensor* t) noexcept {
+  const backend_buffer* b = buffer_of(t);
+  return b && &b->buft == &cpu_tiled_buffer_type();
+}
+// Whether t's bytes are in the tiled layout now (t in CPU_TILED memory, a tiled format).
+inline bool is_tiled(const tensor* t) noexcept { return layout_tiled(t) && in_tiled_memory(t); }
+// Whether t, read as source `slot` of node, needs the tiled layout's reader: it lives in
+// CPU_TILED memory in the tiled layout (a view of such a tensor included).
+inline bool reads_tiled(const tensor* t) noexcept {
+  if (!in_tiled_memory(t)) return false;
+  return layout_tiled(t->view_src ? t->view_src : t);
+}
+// The CPU reads `node`'s source `slot` in place: anything but a tiled layout, and a tiled
+// tensor itself (not a view) as the weight of mul_mat or mul_mat_id.
+inline bool cpu_reads_in_place(const tensor* node, int slot) noexcept {
+  const tensor* s = node->src[slot];
+  if (!s || !reads_tiled(s)) return true;
+  return slot == 0 && !s->view_src && (node->op == op::mul_mat || node->op == op::mul_mat_id);
+}
+
+}  // namespace cpu::tiled
+}  // namespace gk
