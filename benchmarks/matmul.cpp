@@ -6,6 +6,8 @@
 // better of the two. A second table decodes from weights that do not fit in the last-level
 // cache (>= 1 GiB of 4096x4096 matrices, one mul_mat per matrix), as GB/s of weight read
 // against this machine's read bandwidth measured in the same run.
+// gk runs both ordinary memory and, for the formats it stores tiled, CPU_TILED memory
+// (cpu/tiled.hpp, its own repacked layout); gk/ref compares the better of each side.
 //
 // Timing: best of a time budget (GK_BENCH_BUDGET s, default 0.3) per side per round, three
 // rounds alternating gk and the reference, best over rounds. Weights are 64 encoded rows
@@ -71,17 +73,24 @@ struct ref_backend {
 };
 
 // n_mats weights (copies of the same bytes) and one activation; y_i = w_i^T x for each.
+// tiled: the weights in CPU_TILED memory (cpu/tiled.hpp), gk's own repacked layout.
 struct gk_side {
   context ctx;
+  context wctx{context_params{std::size_t{1} << 20, nullptr, true}};
+  std::unique_ptr<backend_buffer> wbuf;
   graph g;
-  gk_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x, std::int64_t n, int n_mats)
-      : ctx({static_cast<std::size_t>(n_mats) * (wb.size() + static_cast<std::size_t>(M * n) * 4 + 8192) +
+  gk_side(type t, const std::vector<unsigned char>& wb, const std::vector<float>& x, std::int64_t n, int n_mats,
+          bool tiled = false)
+      : ctx({static_cast<std::size_t>(n_mats) * ((tiled ? 0 : wb.size()) + static_cast<std::size_t>(M * n) * 4 + 8192) +
              x.size() * 4 + (std::size_t{1} << 20)}) {
     tensor* xt = ctx.new_tensor_2d(type::f32, K, n);
     std::memcpy(xt->data, x.data(), x.size() * 4);
-    for (int i = 0; i < n_mats; ++i) {
-      tensor* w = ctx.new_tensor_2d(t, K, M);
-      std::memcpy(w->data, wb.data(), wb.size());
+    std::vector<tensor*> ws;
+    for (int i = 0; i < n_mats; ++i) ws.push_back((tiled ? wctx : ctx).new_tensor_2d(t, K, M));
+    if (tiled) wbuf = place_in_one_buffer(ws, cpu_tiled_buffer_type());
+    for (tensor* w : ws) {
+      if (tiled) wbuf->set_tensor(w, wb.data(), 0, wb.size());
+      else std::memcpy(w->data, wb.data(), wb.size());
       g.build_forward_expand(mul_mat(ctx, w, xt));
     }
   }
@@ -162,7 +171,8 @@ bool is_broken(ggml_backend_buffer_type_t b, type t, std::int64_t n) {
 }
 
 struct result {
-  double gk = 0, plain = 0, repack = 0;  // seconds (0: not run)
+  double gk = 0, tiled = 0, plain = 0, repack = 0;  // seconds (0: not run)
+  double gk_best() const { return tiled > 0 ? std::min(gk, tiled) : gk; }
   std::string repack_name;
 };
 
@@ -171,6 +181,8 @@ result measure(ref_backend& rb, type t, std::int64_t n, int nth, int n_mats) {
   const auto x = activations(n);
   result r;
   gk_side g(t, wb, x, n, n_mats);
+  std::unique_ptr<gk_side> gt;
+  if (cpu::tiled::tiles_format(t)) gt = std::make_unique<gk_side>(t, wb, x, n, n_mats, true);
   cpu::runner run(nth);
   ref_side plain(&rb, nullptr, t, wb, x, n, n_mats);
   std::vector<std::unique_ptr<ref_side>> repacked;
@@ -183,15 +195,17 @@ result measure(ref_backend& rb, type t, std::int64_t n, int nth, int n_mats) {
       names.push_back(ggml_backend_buft_name(b));
     }
   }
-  double bg = 1e30, bp = 1e30;
+  double bg = 1e30, bt = 1e30, bp = 1e30;
   std::vector<double> brp(repacked.size(), 1e30);
   for (int round = 0; round < 3; ++round) {
     bg = std::min(bg, gk_bench::best_seconds([&] { run.compute(g.g); }, budget));
+    if (gt) bt = std::min(bt, gk_bench::best_seconds([&] { run.compute(gt->g); }, budget));
     bp = std::min(bp, gk_bench::best_seconds([&] { plain.compute(&rb, false, nth); }, budget));
     for (std::size_t i = 0; i < repacked.size(); ++i)
       brp[i] = std::min(brp[i], gk_bench::best_seconds([&] { repacked[i]->compute(&rb, true, nth); }, budget));
   }
   r.gk = bg;
+  if (gt) r.tiled = bt;
   r.plain = bp;
   for (std::size_t i = 0; i < repacked.size(); ++i)
     if (r.repack == 0 || brp[i] < r.repack) {
@@ -348,9 +362,10 @@ int main() {
     if (std::find(ns.begin(), ns.end(), 1) == ns.end()) probe_ns.push_back(1);
     probe_repacked(rb, fmts, probe_ns);
   }
-  std::printf("\n## 4096x4096 weight, GFLOP/s (ref = better of plain and repacked)\n");
-  std::printf("%-8s %4s %3s %9s %9s %9s %7s  %s\n", "format", "N", "thr", "gk", "ref", "repack", "gk/ref",
-              "repacked by");
+  std::printf("\n## 4096x4096 weight, GFLOP/s (ref = better of plain and repacked; gk/ref: gk's better of\n"
+              "## ordinary memory and CPU_TILED, its own repacked layout, against that)\n");
+  std::printf("%-8s %4s %3s %9s %9s %9s %9s %7s  %s\n", "format", "N", "thr", "gk", "gk tiled", "ref", "repack",
+              "gk/ref", "repacked by");
   for (type t : fmts)
     for (std::int64_t n : ns)
       for (int nth : {1, 2}) {
@@ -358,9 +373,10 @@ int main() {
         const result r = measure(rb, t, n, nth, 1);
         const double flop = 2.0 * K * M * static_cast<double>(n) / 1e9;
         const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
-        std::printf("%-8s %4lld %3d %9.2f %9.2f %9s %7.2f  %s\n", std::string(gk::name(t)).c_str(),
-                    static_cast<long long>(n), nth, flop / r.gk, flop / r.plain,
-                    r.repack > 0 ? std::to_string(flop / r.repack).substr(0, 8).c_str() : "-", ref_best / r.gk,
+        std::printf("%-8s %4lld %3d %9.2f %9s %9.2f %9s %7.2f  %s\n", std::string(gk::name(t)).c_str(),
+                    static_cast<long long>(n), nth, flop / r.gk,
+                    r.tiled > 0 ? std::to_string(flop / r.tiled).substr(0, 8).c_str() : "-", flop / r.plain,
+                    r.repack > 0 ? std::to_string(flop / r.repack).substr(0, 8).c_str() : "-", ref_best / r.gk_best(),
                     r.repack > 0 ? r.repack_name.c_str() : "");
         std::fflush(stdout);
       }
@@ -385,8 +401,8 @@ namespace {
 void decode_table(ref_backend& rb, const std::vector<type>& fmts) {
   std::printf("\n## decode from >= 1 GiB of weights (N = 1), GB/s of weight read\n");
   for (int nth : {1, 2}) std::printf("# read bandwidth, %d thread(s): %.2f GB/s\n", nth, read_bandwidth(nth));
-  std::printf("%-8s %3s %5s %9s %9s %7s %9s %9s\n", "format", "thr", "mats", "gk GB/s", "ref GB/s", "gk/ref",
-              "gk %bw", "ref %bw");
+  std::printf("%-8s %3s %5s %9s %9s %9s %7s %9s %9s\n", "format", "thr", "mats", "gk GB/s", "tiled", "ref GB/s",
+              "gk/ref", "gk %bw", "ref %bw");
   const double bw[3] = {0, read_bandwidth(1), read_bandwidth(2)};
   for (type t : fmts) {
     const double mat_bytes = static_cast<double>(gk::row_size(t, K)) * M;
@@ -395,8 +411,9 @@ void decode_table(ref_backend& rb, const std::vector<type>& fmts) {
       const result r = measure(rb, t, 1, nth, n_mats);
       const double bytes = mat_bytes * n_mats / 1e9;
       const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
-      std::printf("%-8s %3d %5d %9.2f %9.2f %7.2f %8.0f%% %8.0f%%\n", std::string(gk::name(t)).c_str(), nth, n_mats,
-                  bytes / r.gk, bytes / ref_best, ref_best / r.gk, 100 * bytes / r.gk / bw[nth],
+      std::printf("%-8s %3d %5d %9.2f %9s %9.2f %7.2f %8.0f%% %8.0f%%\n", std::string(gk::name(t)).c_str(), nth, n_mats,
+                  bytes / r.gk, r.tiled > 0 ? std::to_string(bytes / r.tiled).substr(0, 8).c_str() : "-",
+                  bytes / ref_best, ref_best / r.gk_best(), 100 * bytes / r.gk_best() / bw[nth],
                   100 * bytes / ref_best / bw[nth]);
       std::fflush(stdout);
     }
