@@ -3,14 +3,14 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, q4_K, q5_K), contiguous, not a
-// view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, q4_K, q5_K, iq4_xs), contiguous,
+// not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
 // column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
 // unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant
-// block in 4-byte units throughout) comes as sixteen consecutive copies, row 0's first:
+// or iq4_xs block in 4-byte units throughout) comes as sixteen consecutive copies, row 0's first:
 // unit at block offset o of row r goes to 16 o + r * unit size. So a q4_0 block column is
 // the sixteen scales (32 bytes), then four 64-byte vectors, vector k holding row r's qs
 // dword k in lane r: what the tile's unpack made before, now one load each. The byte
@@ -36,6 +36,7 @@
 
 #include "gk/backend.hpp"
 #include "gk/core/error.hpp"
+#include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
 #include "gk/tensor.hpp"
@@ -46,17 +47,19 @@ inline constexpr std::int64_t group_rows = 16;
 
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
-  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::q4_K || t == type::q5_K;
+  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::q4_K || t == type::q5_K ||
+         t == type::iq4_xs;
 }
 
 // A block's units: [0, qs_at) in 2-byte units, [qs_at, bytes) in 4-byte units. The
-// 32-weight formats' f16 fields come before qs; a K-quant block is dwords throughout.
+// 32-weight formats' f16 fields come before qs; a K-quant or iq4_xs block is dwords
+// throughout.
 struct block_units {
   std::size_t bytes, qs_at;
 };
 template <class W>
 constexpr block_units units_of() {
-  if constexpr (W::id == type::q4_K || W::id == type::q5_K) {
+  if constexpr (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs) {
     static_assert(sizeof(typename W::block) % 4 == 0);
     return {sizeof(typename W::block), 0};
   } else {
@@ -72,6 +75,7 @@ inline block_units units_of(type t) {
     case type::q8_0: return units_of<formats::q8_0>();
     case type::q4_K: return units_of<formats::q4_K>();
     case type::q5_K: return units_of<formats::q5_K>();
+    case type::iq4_xs: return units_of<formats::iq4_xs>();
     default: throw error("gk: cpu tiled: " + type_label(t) + " is not a tiled format");
   }
 }

@@ -83,9 +83,7 @@ inline void load_header(const B* const* w, std::int64_t i, header& h) {
 template <class B>
 inline void load_header(tiled_rows w, std::int64_t i, header& h) {
   const unsigned char* col = w.column<B>(i);
-  __m512i x[4];
-#pragma GCC unroll 4
-  for (int p = 0; p < 4; ++p) x[p] = load(col + 64 * p);
+  const __m512i x[4] = {load(col), load(col + 64), load(col + 128), load(col + 192)};
   header_from(x, h);
 }
 // x[p], lane r: dword p of row r's first 16 bytes.

@@ -567,36 +567,55 @@ struct iq4_xs {
   static constexpr bool affine = false;
   struct rows {
     const std::uint8_t* p[kRows];
+    const unsigned char* col = nullptr;  // a tiled block column (cpu/tiled.hpp), else p
     __m512i sc[8];  // group scales ls - 32, lane r
     __m512i table;
     __m512 d;
   };
-  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+  static __m512i table_biased() {
     static constexpr auto biased = [] {
       std::array<std::uint8_t, 16> t{};
       for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
       return t;
     }();
-    u.table = _mm512_broadcast_i32x4(load128(biased.data()));
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) u.p[r] = w[r][i].qs;
-    // ls of group g: bits 4g .. 4g+3 of the scales_l dword, bits 2g, 2g+1 of scales_h on top
-    const __m512i lo = dword_rows<offsetof(W::block, scales_l)>(w, i);
-    const __m512i hi = _mm512_srli_epi32(dword_rows<offsetof(W::block, d)>(w, i), 16);
+    return _mm512_broadcast_i32x4(load128(biased.data()));
+  }
+  // ls of group g: bits 4g .. 4g+3 of the scales_l dword, bits 2g, 2g+1 of scales_h on top
+  static void scales(__m512i lo, __m512i hi, rows& u) {
 #pragma GCC unroll 8
     for (int g = 0; g < 8; ++g)
       u.sc[g] = _mm512_sub_epi32(
           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(lo, 4 * g), _mm512_set1_epi32(0xf)),
                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(hi, 2 * g), _mm512_set1_epi32(3)), 4)),
           _mm512_set1_epi32(32));
+  }
+  // tiled: the block in 4-byte units, (d, scales_h) the first, scales_l the second
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    u.table = table_biased();
+    u.col = w.column<W::block>(i);
+    const __m512i dh = avx512_ops::load(u.col);
+    scales(avx512_ops::load(u.col + kRows * offsetof(W::block, scales_l)), _mm512_srli_epi32(dh, 16), u);
+    u.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dh));  // vcvtph2ps: as to_f32 converts
+  }
+  static void load(const W::block* const* w, std::int64_t i, rows& u) {
+    u.table = table_biased();
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) u.p[r] = w[r][i].qs;
+    scales(dword_rows<offsetof(W::block, scales_l)>(w, i), _mm512_srli_epi32(dword_rows<offsetof(W::block, d)>(w, i), 16),
+           u);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
   static void chunk(const rows& u, int j, __m512i* q) {  // group j: activation dwords 8j .. 8j+7
-    const std::uint8_t* p[kRows];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) p[r] = u.p[r] + 16 * j;
     __m512i d[4];
-    rows_x4(p, d);
+    if (u.col) {  // qs dword 4j + k of the sixteen rows
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) d[k] = qs_tiled<offsetof(W::block, qs)>(u.col, 4 * j + k);
+    } else {
+      const std::uint8_t* p[kRows];
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) p[r] = u.p[r] + 16 * j;
+      rows_x4(p, d);
+    }
     const __m512i low4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
