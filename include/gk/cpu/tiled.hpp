@@ -3,8 +3,8 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, q4_K, q5_K, iq4_xs), contiguous,
-// not a view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, iq4_nl, q4_K, q5_K, iq4_xs),
+// contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
@@ -47,8 +47,8 @@ inline constexpr std::int64_t group_rows = 16;
 
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
-  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::q4_K || t == type::q5_K ||
-         t == type::iq4_xs;
+  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || t == type::q4_K ||
+         t == type::q5_K || t == type::iq4_xs;
 }
 
 // A block's units: [0, qs_at) in 2-byte units, [qs_at, bytes) in 4-byte units. The
@@ -73,6 +73,7 @@ inline block_units units_of(type t) {
     case type::q4_0: return units_of<formats::q4_0>();
     case type::q4_1: return units_of<formats::q4_1>();
     case type::q8_0: return units_of<formats::q8_0>();
+    case type::iq4_nl: return units_of<formats::iq4_nl>();
     case type::q4_K: return units_of<formats::q4_K>();
     case type::q5_K: return units_of<formats::q5_K>();
     case type::iq4_xs: return units_of<formats::iq4_xs>();

@@ -186,6 +186,16 @@ inline void nibbles_tiled(const unsigned char* col, __m512i* q) {
   }
 }
 
+// kvalues_iq4nl + 128 (1 .. 241) as a pshufb table: iq4_nl's and iq4_xs's unsigned codes.
+inline __m512i nl4_table() {
+  static constexpr auto biased = [] {
+    std::array<std::uint8_t, 16> t{};
+    for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
+    return t;
+  }();
+  return _mm512_broadcast_i32x4(load128(biased.data()));
+}
+
 // The 4 bytes at byte offset `at` of block i of the sixteen rows, lane r.
 template <std::size_t at, class B>
 inline __m512i dword_rows(const B* const* w, std::int64_t i) {
@@ -335,16 +345,19 @@ struct iq4_nl : one_part<formats::iq4_nl, 128> {
     __m512 d;
   };
   static void load(const W::block* const* w, std::int64_t i, rows& u) {
-    static constexpr auto biased = [] {
-      std::array<std::uint8_t, 16> t{};
-      for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
-      return t;
-    }();
-    const __m512i table = _mm512_broadcast_i32x4(load128(biased.data()));
+    const __m512i table = nl4_table();
     nibbles(w, i, u.q[0]);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_shuffle_epi8(table, u.q[0][k]);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    const __m512i table = nl4_table();
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_shuffle_epi8(table, u.q[0][k]);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
   }
   static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(s, _mm512_mul_ps(u.d, da)); }
 };
@@ -572,14 +585,6 @@ struct iq4_xs {
     __m512i table;
     __m512 d;
   };
-  static __m512i table_biased() {
-    static constexpr auto biased = [] {
-      std::array<std::uint8_t, 16> t{};
-      for (int c = 0; c < 16; ++c) t[c] = static_cast<std::uint8_t>(formats::nl4::values[c] + 128);
-      return t;
-    }();
-    return _mm512_broadcast_i32x4(load128(biased.data()));
-  }
   // ls of group g: bits 4g .. 4g+3 of the scales_l dword, bits 2g, 2g+1 of scales_h on top
   static void scales(__m512i lo, __m512i hi, rows& u) {
 #pragma GCC unroll 8
@@ -591,14 +596,14 @@ struct iq4_xs {
   }
   // tiled: the block in 4-byte units, (d, scales_h) the first, scales_l the second
   static void load(tiled_rows w, std::int64_t i, rows& u) {
-    u.table = table_biased();
+    u.table = nl4_table();
     u.col = w.column<W::block>(i);
     const __m512i dh = avx512_ops::load(u.col);
     scales(avx512_ops::load(u.col + kRows * offsetof(W::block, scales_l)), _mm512_srli_epi32(dh, 16), u);
     u.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dh));  // vcvtph2ps: as to_f32 converts
   }
   static void load(const W::block* const* w, std::int64_t i, rows& u) {
-    u.table = table_biased();
+    u.table = nl4_table();
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) u.p[r] = w[r][i].qs;
     scales(dword_rows<offsetof(W::block, scales_l)>(w, i), _mm512_srli_epi32(dword_rows<offsetof(W::block, d)>(w, i), 16),
