@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "common.cuh"
 #include "formats.cuh"
@@ -163,6 +164,113 @@ bool prompt(const tensor* node, exec& x) {
     }
   (void)act_type;
   return true;
+}
+
+// mul_mat_id of float weights (f32, f16, bf16) from many tokens: the (slot, token) columns
+// grouped by expert on the host (the ids are read back: one stream synchronisation), each
+// expert's columns gathered and converted as prompt() converts them, one GemmEx per expert
+// with columns, and its outputs scattered back. Per column the same operands and sums as
+// prompt() on that expert's slab; the mat-vec per column it replaces read the expert's whole
+// weight for every column (H200, 8 experts of 14336 x 4096, 1024 columns: 3.9 TFLOP/s).
+struct id_col {
+  std::int64_t src, dst;  // byte offsets of the column in the activations and in dst
+};
+__global__ __launch_bounds__(conv_threads) void gather_columns(const char* b, int type, std::int64_t nb0, std::int64_t k,
+                                                               const id_col* cols, std::int64_t n, void* out,
+                                                               int out_type) {
+  const std::int64_t q = blockIdx.y + static_cast<std::int64_t>(blockIdx.z) * gridDim.y;
+  if (q >= n) return;
+  const char* col = b + cols[q].src;
+  for (std::int64_t i = blockIdx.x * conv_threads + threadIdx.x; i < k; i += static_cast<std::int64_t>(gridDim.x) * conv_threads) {
+    const float v = load_float(col + i * nb0, type);
+    const std::int64_t o = q * k + i;
+    if (out_type == 0) static_cast<float*>(out)[o] = v;
+    else if (out_type == 1) static_cast<__half*>(out)[o] = __float2half_rn(v);
+    else static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16_rn(v);
+  }
+}
+__global__ __launch_bounds__(conv_threads) void scatter_columns(const float* y, std::int64_t m, const id_col* cols,
+                                                                std::int64_t n, char* dst) {
+  const std::int64_t q = blockIdx.y + static_cast<std::int64_t>(blockIdx.z) * gridDim.y;
+  if (q >= n) return;
+  float* d = reinterpret_cast<float*>(dst + cols[q].dst);
+  for (std::int64_t i = blockIdx.x * conv_threads + threadIdx.x; i < m; i += static_cast<std::int64_t>(gridDim.x) * conv_threads)
+    d[i] = y[q * m + i];
+}
+
+// false when this path cannot serve the node (no cuBLAS, a weight format other than f32,
+// f16, bf16, an expert id out of range: the caller's kernels give those NaN outputs)
+template <class W>
+bool prompt_id(const tensor* node, exec& x) {
+  constexpr bool is_f32 = W::id == type::f32, is_bf16 = W::id == type::bf16, is_f16 = W::id == type::f16;
+  if constexpr (!(is_f32 || is_bf16 || is_f16)) {
+    return false;
+  } else {
+    const tensor* a = node->src[0];
+    const tensor* b = node->src[1];
+    const tensor* ids = node->src[2];
+    if (node->op != op::mul_mat_id || !blas().ok || node->nb[0] != sizeof(float) || ids->type != type::i32) return false;
+    const std::int64_t k = a->ne[0], m = a->ne[1], n_as = a->ne[2], n_used = ids->ne[0], n_tok = ids->ne[1];
+    const std::size_t esize = is_f32 ? 4 : 2;
+    if (k > INT32_MAX || m > INT32_MAX || a->nb[1] % esize != 0 || n_used * n_tok == 0) return false;
+    void* h = handle_for(x.props.device);
+    if (!h || blas().set_stream(h, x.stream) != 0) return false;
+
+    // the ids, read back (rows of n_used int32 at ids->nb[1])
+    if (ids->nb[0] != sizeof(std::int32_t)) return false;
+    std::vector<std::int32_t> id(static_cast<std::size_t>(n_used * n_tok));
+    GK_CUDA_CHECK(cudaMemcpy2DAsync(id.data(), n_used * sizeof(std::int32_t), ids->data, ids->nb[1],
+                                    n_used * sizeof(std::int32_t), n_tok, cudaMemcpyDeviceToHost, x.stream));
+    GK_CUDA_CHECK(cudaStreamSynchronize(x.stream));
+    std::vector<std::int64_t> count(static_cast<std::size_t>(n_as) + 1, 0);
+    for (std::int32_t e : id) {
+      if (e < 0 || e >= n_as) return false;
+      ++count[static_cast<std::size_t>(e) + 1];
+    }
+    for (std::int64_t e = 0; e < n_as; ++e) count[e + 1] += count[e];  // first column of each expert
+    const std::int64_t n = n_used * n_tok;
+    std::vector<id_col> cols(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> next(count.begin(), count.end() - 1);
+    for (std::int64_t tok = 0; tok < n_tok; ++tok)
+      for (std::int64_t s = 0; s < n_used; ++s) {
+        const std::int64_t e = id[tok * n_used + s];
+        cols[next[e]++] = {(s % b->ne[1]) * static_cast<std::int64_t>(b->nb[1]) + tok * static_cast<std::int64_t>(b->nb[2]),
+                           s * static_cast<std::int64_t>(node->nb[1]) + tok * static_cast<std::int64_t>(node->nb[2])};
+      }
+
+    // scratch: [column list | activations | outputs]
+    const std::size_t list_bytes = (static_cast<std::size_t>(n) * sizeof(id_col) + 255) / 256 * 256;
+    const std::size_t act_bytes = (static_cast<std::size_t>(n * k) * esize + 255) / 256 * 256;
+    char* scratch = static_cast<char*>(x.scratch(list_bytes + act_bytes + static_cast<std::size_t>(n * m) * sizeof(float)));
+    auto* dcols = reinterpret_cast<id_col*>(scratch);
+    char* act = scratch + list_bytes;
+    float* ytmp = reinterpret_cast<float*>(act + act_bytes);
+    // from pageable memory: the call returns once the bytes are staged, so cols may go
+    GK_CUDA_CHECK(cudaMemcpyAsync(dcols, cols.data(), static_cast<std::size_t>(n) * sizeof(id_col), cudaMemcpyHostToDevice,
+                                  x.stream));
+    const unsigned gy = static_cast<unsigned>(std::min<std::int64_t>(n, 65535));
+    const unsigned gz = static_cast<unsigned>((n + gy - 1) / gy);
+    gather_columns<<<dim3(blocks_for(std::min<std::int64_t>(k, 4096), conv_threads), gy, gz), conv_threads, 0, x.stream>>>(
+        static_cast<const char*>(b->data), static_cast<int>(b->type), static_cast<std::int64_t>(b->nb[0]), k, dcols, n, act,
+        is_f32 ? 0 : is_bf16 ? 30 : 1);
+    GK_CUDA_LAUNCHED();
+    const float one = 1.0f, zero = 0.0f;
+    const int wtype = is_f32 ? r_32f : is_bf16 ? r_16bf : r_16f;
+    for (std::int64_t e = 0; e < n_as; ++e) {
+      const std::int64_t c0 = count[e], ce = count[e + 1] - count[e];
+      if (ce == 0) continue;
+      const int st = blas().gemm_ex(h, op_t, op_n, static_cast<int>(m), static_cast<int>(ce), static_cast<int>(k), &one,
+                                    static_cast<const char*>(a->data) + e * a->nb[2], wtype,
+                                    static_cast<int>(a->nb[1] / esize), act + static_cast<std::size_t>(c0 * k) * esize, wtype,
+                                    static_cast<int>(k), &zero, ytmp + c0 * m, r_32f, static_cast<int>(m), compute_32f,
+                                    gemm_default);
+      if (st != 0) throw error("gk: CUDA: cublasGemmEx failed with status " + std::to_string(st) + " on " + describe(node));
+    }
+    scatter_columns<<<dim3(blocks_for(std::min<std::int64_t>(m, 4096), conv_threads), gy, gz), conv_threads, 0, x.stream>>>(
+        ytmp, m, dcols, n, static_cast<char*>(node->data));
+    GK_CUDA_LAUNCHED();
+    return true;
+  }
 }
 
 }  // namespace gk::cuda::gemm

@@ -30,6 +30,8 @@
 //   - mmq (mmq.cu): the prompt path of the integer formats, mul_mat with more than 8
 //     columns per slab and mul_mat_id from more than 8 tokens: int8 tensor cores on the
 //     same q8 activations, every output the CPU's dot_row bit for bit.
+//   - gemm::prompt_id (gemm.cuh): mul_mat_id of f32/f16/bf16 weights from more than 8
+//     tokens, the columns grouped by expert on the host, one cuBLAS GEMM per expert.
 //   - matmul_mma<W>: prompt path (more than mma_min_n columns per slab, any weight but
 //     f32/bf16): decoded weights and activations rounded to f16 in shared memory,
 //     mma.sync m16n8k16 with f32 sums.
@@ -890,6 +892,8 @@ void run_matmul(const tensor* node, exec& x) {
   if constexpr (W::id != type::q8_K) {
     if (!mmq && !ids && (path == 0 || path == 4) && p.n > gemm_min_n && gemm::prompt<W>(node, x)) return;
   }
+  // mul_mat_id of float weights from more than mma_min_n tokens: cuBLAS per expert
+  if (ids && (path == 0 || path == 4) && ids->ne[1] > mma_min_n && gemm::prompt_id<W>(node, x)) return;
   // matvec reads contiguous, 16-byte aligned f32 activations in place (decode's usual case)
   const bool matvec_path = path == 2 || path == 3 || ((path == 0 || path == 4) && (per_slab <= mma_min_n || x.props.cc < 80 ||
                                                                      W::id == type::f32 || W::id == type::bf16));
@@ -907,8 +911,8 @@ void run_matmul(const tensor* node, exec& x) {
   // one scratch hand-out for the node: staged f32 columns, then matvec_q8's encoded ones
   const std::size_t staged_bytes = direct ? 0 : (static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float) + 15) / 16 * 16;
   const std::size_t act_bytes = q8 ? matvec_q8_scratch(W::id, p) : 0;
-  const std::size_t ids_bytes = mmq ? mmq_ids_scratch(W::id, p) : 0;
-  const std::size_t all_bytes = staged_bytes + act_bytes + ids_bytes;
+  const std::size_t mmq_bytes = mmq ? mmq_scratch(W::id, p) : 0;
+  const std::size_t all_bytes = staged_bytes + act_bytes + mmq_bytes;
   char* scratch = all_bytes ? static_cast<char*>(x.scratch(all_bytes)) : nullptr;
   if (!direct) {
     float* staged = reinterpret_cast<float*>(scratch);
@@ -927,7 +931,7 @@ void run_matmul(const tensor* node, exec& x) {
   if (mmq) {
     q8::act_cols cols{};
     matvec_q8_encode(W::id, p, scratch + staged_bytes, cols, x);
-    return mmq_run(W::id, p, cols, ids_bytes ? scratch + staged_bytes + act_bytes : nullptr, x);
+    return mmq_run(W::id, p, cols, mmq_bytes ? scratch + staged_bytes + act_bytes : nullptr, x);
   }
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
     if (per_slab > mma_min_n && x.props.cc >= 80 && path != 2 && path != 3) {

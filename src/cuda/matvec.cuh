@@ -150,10 +150,11 @@ void matvec_q8_encode(type w, const mv::mm_args& p, void* act, q8::act_cols& col
 // ---- the int8 tensor-core prompt path (mmq.cu) ----
 // Mul_mat or mul_mat_id of a format matvec_q8 serves, on columns encoded by
 // matvec_q8_encode; compute capability 8.0 or newer. mul_mat_id (p.ids; at most
-// mmq_max_experts experts) first groups its columns by expert on the device, in ids_scratch
-// (mmq_ids_scratch bytes, 16-byte aligned; none for mul_mat).
+// mmq_max_experts experts) first groups its columns by expert on the device; mul_mat of
+// one slab from enough columns first unpacks its weights once. Both in scratch (mmq_scratch
+// bytes, 16-byte aligned; may be none).
 constexpr std::int64_t mmq_max_experts = 4096;
-std::size_t mmq_ids_scratch(type w, const mv::mm_args& p);
-void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& cols, void* ids_scratch, exec& x);
+std::size_t mmq_scratch(type w, const mv::mm_args& p);
+void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& cols, void* scratch, exec& x);
 
 }  // namespace gk::cuda

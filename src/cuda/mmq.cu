@@ -96,7 +96,8 @@ namespace F = gk::formats;
 using mv::mm_args;
 
 // the controls of test_cuda_matmul: 2 every row's last block dropped, 3 mul_mat_id's
-// grouping leaves out each expert's last column (never written)
+// grouping leaves out each expert's last column (never written), 4 mmq_unpack writes each
+// row's first chunk's fields from its second chunk
 int g_plant = 0;
 
 // formats whose block dot takes 16-weight sums
@@ -192,20 +193,26 @@ constexpr bool mmq_wide_occ = W::id == type::iq4_xs || W::id == type::iq2_xxs ||
                               W::id == type::iq3_s || W::id == type::iq2_xs || W::id == type::iq1_s ||
                               W::id == type::iq2_s;
 
-template <class W, int WN>
+// words of a chunk's fields past its codes (q8dot<W>::wc after unsigned q[8])
+template <class W>
+constexpr int mmq_meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
+
+template <class W, int WN, bool Raw = mmq_staged<W>>
 struct mmq_smem {
   static constexpr int bn = mmq_bn<W, WN>;
   static constexpr bool k_act = W::dot_type::block_size == 256;
   static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
   static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
-  // [8 blocks][bn] activation scales (q8_K: [bn]): the 4 lanes of a fragment group read
-  // 4 column pairs, adjacent words (the [bn][8] layout put them in 2 banks)
+  // activation scales: q8_K [bn]; else [bn][d_ld], a column's 8 scales of the k-step
+  // copied whole (32 bytes) and 4 words of slack, so the 4 lanes of a fragment group, which
+  // read 4 column pairs, hit 8 different banks
+  static constexpr int d_ld = 12;
   static constexpr int d = b + bn * mmq_ld;
-  static constexpr int bs = d + bn * 8 * 4;                // [bn][16] q8_K sums
+  static constexpr int bs = d + bn * (k_act ? 8 : d_ld) * 4;  // [bn][16] q8_K sums
   static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [8 chunks][bn][4] code sums
   // [bm][8 chunks] the unpacked chunk's fields after its codes (scales, ...), rows of an
   // odd number of words: the 8 rows of a warp's fragment groups read different banks
-  static constexpr int meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
+  static constexpr int meta_words = mmq_meta_words<W>;
   static constexpr int meta_row = 8 * meta_words + 1;
   static constexpr int meta = gs + (mmq_gsums<W> ? bn * 32 * 4 : 0);
   // [bm][raw_ld] the next k-step's weight bytes as stored, each row from the aligned piece
@@ -215,9 +222,11 @@ struct mmq_smem {
   static constexpr int raw_piece = step_bytes > 256 ? 8 : 16;
   static constexpr int raw_ld = (step_bytes + raw_piece - 1) / raw_piece * raw_piece + raw_piece;
   static constexpr int raw = meta + mmq_bm * meta_row * 4;
-  // [bn] the block's columns (mmq_body's col): shared, not registers held through the k-loop
-  static constexpr int cols = raw + (mmq_staged<W> ? mmq_bm * raw_ld + 16 : 0);
-  static constexpr int bytes = cols + bn * 8;
+  // [bn] the block's columns (mmq_body's col): shared, not registers held through the
+  // k-loop; then [bn] their byte offsets in the encoded activations
+  static constexpr int cols = raw + (Raw ? mmq_bm * raw_ld + 16 : 0);
+  static constexpr int col_off = cols + bn * 8;
+  static constexpr int bytes = col_off + bn * 8;
   static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0 && cols % 8 == 0);
 };
 
@@ -270,15 +279,23 @@ struct mmq_ids {
   const int* n_groups;  // written by mmq_group_ids, read by every block of the mmq kernel
 };
 
-template <class W, int WN>
-__device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
+// The weights unpacked once per node (mmq_unpack), for PRE kernels: chunk c of row r is
+// its 32 signed codes at codes + 32 (r chunks + c) and its fields past the codes (what
+// store_meta writes) at meta + (r chunks + c) meta_words.
+struct mmq_pre {
+  const unsigned char* codes;
+  const unsigned* meta;
+};
+
+template <class W, int WN, bool PRE>
+__device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids ids, mmq_pre pre, int plant) {
   using Q = q8::q8dot<W>;
-  using L = mmq_smem<W, WN>;
+  using L = mmq_smem<W, WN, mmq_staged<W> && !PRE>;
   constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W, WN>;
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
-  constexpr bool STAGED = mmq_staged<W>;
+  constexpr bool STAGED = mmq_staged<W> && !PRE;
   extern __shared__ __align__(16) unsigned char sm[];
   unsigned char* const at = sm + L::a;
   unsigned char* const bt = sm + L::b;
@@ -288,6 +305,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
   unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
   unsigned char* const sraw = sm + L::raw;
   std::int64_t* const scol = reinterpret_cast<std::int64_t*>(sm + L::cols);
+  std::int64_t* const soff = reinterpret_cast<std::int64_t*>(sm + L::col_off);
+  constexpr int DLD = L::d_ld;
   constexpr int PIECE = L::raw_piece, MAXP = L::raw_ld / PIECE;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -308,12 +327,18 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       const int4 gr = ids.groups[grp];
       w = p.w + static_cast<std::int64_t>(gr.x) * p.w_nb2;
       nc = gr.z;
-      if (tid < BN) scol[tid] = ids.perm[gr.y + (tid < nc ? tid : nc - 1)];
+      if (tid < BN) {
+        scol[tid] = ids.perm[gr.y + (tid < nc ? tid : nc - 1)];
+        soff[tid] = scol[tid] * act.col_stride;
+      }
     } else {
       const std::int64_t q0 = groups.first(p, grp, nc);
       float* y0;
       mv::column_of(p, q0, w, y0);
-      if (tid < BN) scol[tid] = q0 + (tid < nc ? tid : nc - 1);
+      if (tid < BN) {
+        scol[tid] = q0 + (tid < nc ? tid : nc - 1);
+        soff[tid] = scol[tid] * act.col_stride;
+      }
     }
     auto col = [&](int j) { return scol[j]; };
 
@@ -366,12 +391,29 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       if constexpr (STAGED) mv::copy_async_wait<0>();  // this step's weight bytes
       __syncthreads();  // the previous step's tiles are read; every thread's bytes landed
       // the columns' codes, in flight while the weights are unpacked (columns past the end
-      // read the last one; never written)
-      for (int i = tid; i < BN * 16; i += NT) {
-        const int j = i >> 4, piece = i & 15;
-        if (piece >= 2 * nch) continue;
-        const std::int64_t q = col(j);
-        mv::copy16_async(bt + j * mmq_ld + 16 * piece, act.base + q * act.col_stride + 32 * kc0 + 16 * piece);
+      // read the last one; never written): a thread's 16-byte piece is the same in every
+      // column it copies (NT is a multiple of 16), its columns NT / 16 apart
+      {
+        const int piece = tid & 15;
+        const char* src = act.base + 32 * kc0 + 16 * piece;
+        unsigned char* dst = bt + 16 * piece;
+        if (piece < 2 * nch) {
+#pragma unroll
+          for (int it = 0; it < BN * 16 / NT; ++it) {
+            const int j = (tid >> 4) + it * (NT / 16);
+            mv::copy16_async(dst + j * mmq_ld, src + soff[j]);
+          }
+        }
+      }
+      // and their scales of the step (q8_0, q8_1 activations): 8 floats a column, 32 bytes
+      // at a 16-byte boundary (the d array starts at kp, kc0 is a multiple of 8); the
+      // second piece only where the step has more than 4 chunks (the first may read past
+      // the row's last block, inside the column's 16-byte-rounded stride)
+      if constexpr (!K_ACT) {
+        for (int i = tid; i < BN * 2; i += NT) {
+          const int j = i >> 1, h = i & 1;
+          if (4 * h < nch) mv::copy16_async(sd + DLD * j + 4 * h, act.base + soff[j] + act.d_off + 4 * (kc0 + 4 * h));
+        }
       }
       mv::copy_async_commit();
       // unpack (from the staged bytes, or straight from global memory): a thread per (row,
@@ -382,6 +424,16 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       auto job = [&](int it) {
         const int i = tid + it * NT, r = i >> 3, c = i & 7;
         if (c >= nch) return;
+        if constexpr (PRE) {  // the unpacked chunk copied whole: 8 threads a row's 256 bytes
+          const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1, rc = row * chunks + kc0 + c;
+          unsigned char* dst = at + r * mmq_ld + 32 * c;
+          mv::copy16_async(dst, pre.codes + 32 * rc);
+          mv::copy16_async(dst + 16, pre.codes + 32 * rc + 16);
+#pragma unroll
+          for (int v = 0; v < L::meta_words; ++v)
+            mv::copy_async<4>(smeta + r * L::meta_row + c * L::meta_words + v, pre.meta + rc * L::meta_words + v);
+          return;
+        }
         const unsigned char* b;
         if constexpr (STAGED) {
           const int mis = static_cast<int>((row_mis[it] + static_cast<unsigned>(kc0 / CH) * S) & (PIECE - 1));
@@ -402,18 +454,16 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
         for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
       }
-      // the columns' scales and sums
-      for (int i = tid; i < BN * 8; i += NT) {
-        const int j = i >> 3, k = i & 7;
-        const std::int64_t q = col(j);
-        const q8::act_col ac{act.base + q * act.col_stride, act.d_off, act.bs_off};
-        if constexpr (K_ACT) {
+      // q8_K activations: the columns' scales and sums
+      if constexpr (K_ACT) {
+        for (int i = tid; i < BN * 8; i += NT) {
+          const int j = i >> 3, k = i & 7;
+          const q8::act_col ac{act.base + soff[j], act.d_off, act.bs_off};
           if (k == 0) sd[j] = ac.d(kc0 / 8);
           reinterpret_cast<int*>(sbs + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
-        } else {
-          if (k < nch) sd[k * BN + j] = ac.d(kc0 + k);
         }
       }
+      mv::copy_async_commit();  // the unpack's copies (PRE)
       mv::copy_async_wait<0>();
       __syncthreads();  // the tiles are written; sraw is free
       if (kc0 + 8 < chunks) stage(kc0 + 8);  // in flight during this step's mmas
@@ -476,7 +526,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum,
                           q8::bs_pair bp) {
           const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
-          const q8::mma_act<D_CACHED> a{sd + j, sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, BN, dsum, bp};
+          const q8::mma_act<D_CACHED> a{sd + (K_ACT ? j : DLD * j), sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, K_ACT ? BN : 1,
+                                        dsum, bp};
           int pp[NP];
           Q::part(u[mi][h], x, a, kc, pp);
           if constexpr (RUN) {
@@ -501,7 +552,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
           for (int ni = 0; ni < NI; ++ni) {
             const int j0 = wn * 8 * NI + ni * 8 + 2 * t;
-            const float2 dpair = *reinterpret_cast<const float2*>(sd + (K_ACT ? 0 : c * BN) + j0);
+            const float2 dpair = K_ACT ? *reinterpret_cast<const float2*>(sd + j0)
+                                       : make_float2(sd[DLD * j0 + c], sd[DLD * (j0 + 1) + c]);
 #pragma unroll
             for (int e1 = 0; e1 < 2; ++e1) {
               const int j = j0 + e1;
@@ -552,24 +604,53 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
   }
 }
 
-// Two kernel names, so each has its own launch record (src/cuda/launches/mmq.txt).
-template <class W>
-__global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
-  mmq_body<W, 2>(p, act, ids, plant);
+// Kernel names, so each has its own launch record (src/cuda/launches/mmq.txt). PRE: on
+// weights unpacked once per node (mmq_pre, mmq_unpack).
+template <class W, bool PRE>
+__global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, mmq_ids ids, mmq_pre pre,
+                                                             int plant) {
+  mmq_body<W, 2, PRE>(p, act, ids, pre, plant);
 }
-template <class W>
+template <class W, bool PRE>
 __global__ __launch_bounds__(mmq_threads<2>, 4) void matmul_mmq_occ(mm_args p, q8::act_cols act, mmq_ids ids,
-                                                                     int plant) {
-  mmq_body<W, 2>(p, act, ids, plant);
+                                                                     mmq_pre pre, int plant) {
+  mmq_body<W, 2, PRE>(p, act, ids, pre, plant);
 }
-template <class W>
-__global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, mmq_ids ids, int plant) {
-  mmq_body<W, 4>(p, act, ids, plant);
+template <class W, bool PRE>
+__global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, mmq_ids ids,
+                                                                  mmq_pre pre, int plant) {
+  mmq_body<W, 4, PRE>(p, act, ids, pre, plant);
 }
-template <class W>
+template <class W, bool PRE>
 __global__ __launch_bounds__(mmq_threads<4>, 2) void matmul_mmq_wide_occ(mm_args p, q8::act_cols act, mmq_ids ids,
-                                                                          int plant) {
-  mmq_body<W, 4>(p, act, ids, plant);
+                                                                          mmq_pre pre, int plant) {
+  mmq_body<W, 4, PRE>(p, act, ids, pre, plant);
+}
+
+// Every chunk of the m weight rows unpacked once (q8dot<W>::unpack, as mmq_body's job) into
+// mmq_pre's layout: a thread a chunk, consecutive threads consecutive chunks of a row.
+constexpr int unpack_threads = 256;
+template <class W>
+__global__ __launch_bounds__(unpack_threads) void mmq_unpack(const char* w, std::int64_t w_nb1, std::int64_t m,
+                                                             std::int64_t chunks, unsigned char* codes,
+                                                             unsigned* meta, int plant) {
+  using Q = q8::q8dot<W>;
+  constexpr int MW = mmq_meta_words<W>;
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(unpack_threads) + threadIdx.x;
+  if (i >= m * chunks) return;
+  const std::int64_t row = i / chunks, c = i - row * chunks;
+  typename Q::wc u;
+  if (plant == 4 && c == 0 && chunks > 1) {
+    Q::unpack(reinterpret_cast<const unsigned char*>(w + row * w_nb1) + (1 / Q::ch) * sizeof(typename W::block),
+              1 % Q::ch, u);
+    store_meta<W>(u, meta + MW * i);
+  }
+  Q::unpack(reinterpret_cast<const unsigned char*>(w + row * w_nb1) + (c / Q::ch) * sizeof(typename W::block),
+            static_cast<int>(c % Q::ch), u);
+  uint4* dst = reinterpret_cast<uint4*>(codes + 32 * i);
+  dst[0] = make_uint4(u.q[0], u.q[1], u.q[2], u.q[3]);
+  dst[1] = make_uint4(u.q[4], u.q[5], u.q[6], u.q[7]);
+  if (plant != 4 || c != 0 || chunks == 1) store_meta<W>(u, meta + MW * i);
 }
 
 // Groups mul_mat_id's columns by expert for mmq_body (one block): counts per expert, the
@@ -655,24 +736,78 @@ ids_layout ids_layout_of(const mm_args& p, int bn) {
   return l;
 }
 
-template <class W, int WN>
-void run_wn(const mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
-  constexpr std::size_t smem = mmq_smem<W, WN>::bytes;
+// mmq_pre's scratch: the codes (m x kp bytes), then the fields (m x kp / 32 x meta_words words)
+template <class W>
+std::size_t pre_bytes(const mm_args& p) {
+  const std::size_t chunks = static_cast<std::size_t>(p.kp / 32), m = static_cast<std::size_t>(p.m);
+  return m * chunks * (32 + 4 * static_cast<std::size_t>(mmq_meta_words<W>));
+}
+// Formats whose prompt kernel measured faster on weights unpacked once per node (mmq_pre,
+// mmq_unpack) than unpacking them in each block: the 4-warp kernels, whose blocks read a
+// chunk's fields straight from global memory (H200, N 512, M 4096 / 14336, TFLOP/s, in
+// place -> unpacked first, one run each, after the cheaper activation copies): q8_0 111 /
+// 122 -> 118 / 151, q4_0 118 / 130 -> 120 / 154, q5_0 112 / 128 -> 120 / 152, iq4_nl 108 /
+// 130 -> 121 / 155, mxfp4 109 / 133 -> 122 / 155, q6_K 104 / 105 -> 115 / 135, q3_K 103 /
+// 107 -> 117 / 138, nvfp4 56 / 68 -> 67 / 90, q4_1 82 / 91 -> 83 / 97 (q5_1 goes with q4_1,
+// not measured). Not q2_K (69 / 72 -> 71 / 63), nor the 8-warp kernels, which stage their
+// weight bytes already and lost (q4_K 84 / 90 -> 76 / 79, iq4_xs 155 / 172 -> 149 / 144,
+// iq2_xxs 159 / 176 -> 148 / 146); the formats not measured read in place.
+template <class W>
+constexpr bool mmq_pre_fmt = W::id == type::q8_0 || W::id == type::q4_0 || W::id == type::q4_1 ||
+                             W::id == type::q5_0 || W::id == type::q5_1 || W::id == type::iq4_nl ||
+                             W::id == type::mxfp4 || W::id == type::q6_K || W::id == type::q3_K ||
+                             W::id == type::nvfp4;
+// GK_CUDA_MMQ_PRE (read once; the tests' mmq_pre_mode overrides it), for the formats above:
+// 0 never unpacks the weights first, 1 always, unset: where a slab's columns take at least
+// pre_min_groups blocks (each block unpacks its rows' weights for its own columns, so with
+// G groups every weight is unpacked G times; first, once). Not measured below N 512.
+int g_pre = -2;
+constexpr std::int64_t pre_min_groups = 4;
+int pre_mode() {
+  if (g_pre == -2) {
+    const char* e = std::getenv("GK_CUDA_MMQ_PRE");
+    g_pre = e && *e ? std::atoi(e) : -1;
+  }
+  return g_pre;
+}
+// mul_mat of one slab (p.flat): mul_mat_id and batched slabs read the weights in place
+template <class W>
+bool use_pre(const mm_args& p) {
+  if (!mmq_pre_fmt<W> || p.ids || !p.flat) return false;
+  const int mode = pre_mode();
+  if (mode >= 0) return mode == 1;
+  constexpr int bn = mmq_bn<W, mmq_wn_default<W>>;
+  return (p.n + bn - 1) / bn >= pre_min_groups;
+}
+
+template <class W, int WN, bool PRE>
+void run_wn(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
+  constexpr std::size_t smem = mmq_smem<W, WN, mmq_staged<W> && !PRE>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
   constexpr auto kernel = [] {
-    if constexpr (WN == 4 && mmq_wide_occ<W>) return matmul_mmq_wide_occ<W>;
-    else if constexpr (WN == 4) return matmul_mmq_wide<W>;
-    else if constexpr (mmq_occ<W>) return matmul_mmq_occ<W>;
-    else return matmul_mmq<W>;
+    if constexpr (WN == 4 && mmq_wide_occ<W>) return matmul_mmq_wide_occ<W, PRE>;
+    else if constexpr (WN == 4) return matmul_mmq_wide<W, PRE>;
+    else if constexpr (mmq_occ<W>) return matmul_mmq_occ<W, PRE>;
+    else return matmul_mmq<W, PRE>;
   }();
   mv::allow_smem<kernel>(smem, x.props.device);
   constexpr int bn = mmq_bn<W, WN>;
   mmq_ids ids{};
+  mmq_pre pre{};
   std::int64_t n_groups = p.ncols / p.n * ((p.n + bn - 1) / bn);
+  if (PRE) {
+    const std::int64_t chunks = p.kp / 32, jobs = p.m * chunks;
+    auto* codes = static_cast<unsigned char*>(scratch);
+    auto* meta = reinterpret_cast<unsigned*>(codes + 32 * jobs);
+    mmq_unpack<W><<<static_cast<unsigned>((jobs + unpack_threads - 1) / unpack_threads), unpack_threads, 0, x.stream>>>(
+        p.w, p.w_nb1, p.m, chunks, codes, meta, g_plant);
+    GK_CUDA_LAUNCHED();
+    pre = {codes, meta};
+  }
   if (p.ids) {
     if (p.n_as > mmq_max_experts) throw error("gk: CUDA: mmq: more experts than mmq_max_experts");
     const ids_layout l = ids_layout_of(p, bn);
-    char* s = static_cast<char*>(ids_scratch);
+    char* s = static_cast<char*>(scratch);
     ids.perm = reinterpret_cast<const int*>(s + l.perm);
     ids.groups = reinterpret_cast<const int4*>(s + l.groups);
     ids.n_groups = reinterpret_cast<const int*>(s + l.count);
@@ -684,33 +819,40 @@ void run_wn(const mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x)
     n_groups = ids_groups_max(p, bn);  // an upper bound: blocks past the count do nothing
   }
   const dim3 grid(blocks_for(p.m, mmq_bm), mv::grid_y(n_groups));
-  kernel<<<grid, mmq_threads<WN>, smem, x.stream>>>(p, a, ids, g_plant);
+  kernel<<<grid, mmq_threads<WN>, smem, x.stream>>>(p, a, ids, pre, g_plant);
   GK_CUDA_LAUNCHED();
 }
 
 // Each format compiles its one shape (mmq_wn_default): a run-time switch between both
-// (GK_CUDA_MMQ_WN while they were measured) doubled this file's compile time.
+// (GK_CUDA_MMQ_WN while they were measured) doubled this file's compile time. The formats
+// of mmq_pre_fmt compile it twice, in place and on weights unpacked first.
 template <class W>
-void run(const mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
-  run_wn<W, mmq_wn_default<W>>(p, a, ids_scratch, x);
+void run(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
+  if constexpr (mmq_pre_fmt<W>) {
+    if (use_pre<W>(p)) return run_wn<W, mmq_wn_default<W>, true>(p, a, scratch, x);
+  }
+  run_wn<W, mmq_wn_default<W>, false>(p, a, scratch, x);
 }
 
 }  // namespace
 
 void mmq_plant(int control) { g_plant = control; }
+void mmq_pre_mode(int mode) { g_pre = mode; }
 
-std::size_t mmq_ids_scratch(type w, const mv::mm_args& p) {
-  if (!p.ids) return 0;
+std::size_t mmq_scratch(type w, const mv::mm_args& p) {
   std::size_t n = 0;
   formats::visit(w, [&]<class W>(std::type_identity<W>) {
-    if constexpr (q8::has_q8dot<W>) n = ids_layout_of(p, mmq_bn<W, mmq_wn_default<W>>).bytes;
+    if constexpr (q8::has_q8dot<W>) {
+      if (p.ids) n = ids_layout_of(p, mmq_bn<W, mmq_wn_default<W>>).bytes;
+      else if (use_pre<W>(p)) n = pre_bytes<W>(p);
+    }
   });
   return n;
 }
 
-void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& a, void* ids_scratch, exec& x) {
+void mmq_run(type w, const mv::mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
   const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
-    if constexpr (q8::has_q8dot<W>) run<W>(p, a, ids_scratch, x);
+    if constexpr (q8::has_q8dot<W>) run<W>(p, a, scratch, x);
     else throw error("gk: CUDA: the int8 prompt path has no block dot for " + std::string(gk::name(w)));
   });
   if (!done) throw error("gk: CUDA: mmq: unknown weight type");

@@ -45,8 +45,13 @@ namespace gk::cuda {
 void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for every N, 3 float matvec, 4 f16 prompts
 bool matvec_q8_serves(gk::type w);  // matvec_q8.cu: w has a dp4a block dot
 // matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped, 3 mul_mat_id's
-// int8 prompt path leaves each expert's last column out (mmq.cu)
+// int8 prompt path leaves each expert's last column out (mmq.cu), 4 mmq.cu's weights
+// unpacked first take each row's first chunk's fields (its scales) from the second
 void matvec_q8_plant(int control);
+// mmq.cu: 0 never unpacks mul_mat's weights once before the int8 prompt kernel, 1 always
+// where it may (the formats that measured faster so), -1 as GK_CUDA_MMQ_PRE says (unset:
+// from enough columns)
+void mmq_pre_mode(int mode);
 // matvec_q8.cu: rows x k floats encoded on the device to act's CPU blocks
 void matvec_q8_encode_rows(gk::type act, const float* x, std::int64_t k, std::int64_t rows, void* out);
 }
@@ -358,44 +363,65 @@ TEST_CASE("cuda mul_mat: transposed (non-contiguous) and f16/bf16 activations", 
       }
 }
 
+namespace {
+
+// mul_mat_id of n_as = 5 experts [k, 45], n_used 2 of them per token, against the truth
+// and the reference kernel
+errors run_moe(type wt, std::int64_t nb1, std::int64_t n_tok) {
+  const std::int64_t k = k_for(wt), m = 45, n_as = 5, n_used = 2;
+  truth t;
+  auto build = [&](gk::context& ctx) {
+    auto [as, b, ids, y] = moe_node(ctx, wt, k, m, n_as, nb1, n_used, n_tok);
+    if (as->data) {
+      const auto& wb = weight_bytes(wt, k, m * n_as);
+      std::memcpy(as->data, wb.data(), wb.size());
+      std::mt19937 rng(11);
+      fill_act(b, rng);
+      auto* id = static_cast<std::int32_t*>(ids->data);
+      for (std::int64_t tok = 0; tok < n_tok; ++tok)
+        for (std::int64_t e = 0; e < n_used; ++e) id[tok * n_used + e] = static_cast<std::int32_t>((3 * tok + 2 * e) % n_as);
+      const std::vector<float> w = decode_rows(wt, wb.data(), k, m * n_as);
+      t.y.clear();
+      t.scale.clear();
+      for (std::int64_t tok = 0; tok < n_tok; ++tok)
+        for (std::int64_t e = 0; e < n_used; ++e)
+          for (std::int64_t r = 0; r < m; ++r) {
+            const float* wr = w.data() + (id[tok * n_used + e] * m + r) * k;
+            double sum = 0, sc = 0;
+            for (std::int64_t i = 0; i < k; ++i) {
+              const double x = load_act(b, i, e % nb1, tok, 0);
+              sum += wr[i] * x;
+              sc += std::fabs(wr[i] * x);
+            }
+            t.y.push_back(sum);
+            t.scale.push_back(sc);
+          }
+    }
+    return y;
+  };
+  return run_both(build, t);
+}
+
+}  // namespace
+
 TEST_CASE("cuda mul_mat_id: experts chosen per token, against the truth and the reference kernel", "[cuda][matmul]") {
   for (type wt : {type::f32, type::bf16, type::q4_0, type::q8_0, type::q4_K, type::q6_K, type::iq3_xxs, type::iq1_m,
                   type::mxfp4, type::tq2_0})
-    for (std::int64_t nb1 : {1, 2}) {
-      const std::int64_t k = k_for(wt), m = 45, n_as = 5, n_used = 2, n_tok = 6;
-      truth t;
-      auto build = [&](gk::context& ctx) {
-        auto [as, b, ids, y] = moe_node(ctx, wt, k, m, n_as, nb1, n_used, n_tok);
-        if (as->data) {
-          const auto& wb = weight_bytes(wt, k, m * n_as);
-          std::memcpy(as->data, wb.data(), wb.size());
-          std::mt19937 rng(11);
-          fill_act(b, rng);
-          auto* id = static_cast<std::int32_t*>(ids->data);
-          for (std::int64_t tok = 0; tok < n_tok; ++tok)
-            for (std::int64_t e = 0; e < n_used; ++e) id[tok * n_used + e] = static_cast<std::int32_t>((3 * tok + 2 * e) % n_as);
-          const std::vector<float> w = decode_rows(wt, wb.data(), k, m * n_as);
-          t.y.clear();
-          t.scale.clear();
-          for (std::int64_t tok = 0; tok < n_tok; ++tok)
-            for (std::int64_t e = 0; e < n_used; ++e)
-              for (std::int64_t r = 0; r < m; ++r) {
-                const float* wr = w.data() + (id[tok * n_used + e] * m + r) * k;
-                double sum = 0, sc = 0;
-                for (std::int64_t i = 0; i < k; ++i) {
-                  const double x = load_act(b, i, e % nb1, tok, 0);
-                  sum += wr[i] * x;
-                  sc += std::fabs(wr[i] * x);
-                }
-                t.y.push_back(sum);
-                t.scale.push_back(sc);
-              }
-        }
-        return y;
-      };
-      check(run_both(build, t), std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1),
+    for (std::int64_t nb1 : {1, 2})
+      check(run_moe(wt, nb1, 6), std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1),
             forced_matvec(wt));
-    }
+}
+
+// From more than 8 tokens, float weights take cuBLAS per expert (gemm::prompt_id): f16
+// operands for f16 weights, bf16 activations for bf16 weights, fp32 for f32 weights
+TEST_CASE("cuda mul_mat_id: float weights from many tokens, one GEMM per expert", "[cuda][matmul]") {
+  for (type wt : {type::f32, type::f16, type::bf16})
+    for (std::int64_t nb1 : {1, 2})
+      for (std::int64_t n_tok : {9, 40})
+        check(run_moe(wt, nb1, n_tok),
+              std::string("mul_mat_id ") + std::string(gk::name(wt)) + " nb1 " + std::to_string(nb1) + " tokens " +
+                  std::to_string(n_tok),
+              wt == type::f32 ? 0 : wt == type::f16 ? 1 : 2);
 }
 
 namespace {
@@ -583,14 +609,20 @@ TEST_CASE("cuda mmq: mul_mat_id prompts equal the CPU's dot_row bit for bit, eve
 
 TEST_CASE("cuda mmq: int8 tensor-core prompts equal the CPU's dot_row bit for bit, every integer format",
           "[cuda][matmul][mmq]") {
-  each_weight_format([&]<class W>(std::type_identity<W>) {
-    if (!gk::cuda::matvec_q8_serves(W::id)) return;
-    for (std::int64_t k : {k_for(W::id), std::int64_t{4352}})
-      for (std::int64_t n : {9, 64, 130}) {
-        INFO(gk::name(W::id) << " k " << k << " n " << n);
-        CHECK(mmq_mismatches<W>(k, 67, n, n == 9 ? 2 : 1) == 0);
-      }
-  });
+  // both ways of reading mul_mat's weights: in place, and unpacked once first (the formats
+  // of mmq.cu's mmq_pre_fmt; n 9 has two slabs, which always read in place)
+  for (int pre : {0, 1}) {
+    gk::cuda::mmq_pre_mode(pre);
+    each_weight_format([&]<class W>(std::type_identity<W>) {
+      if (!gk::cuda::matvec_q8_serves(W::id)) return;
+      for (std::int64_t k : {k_for(W::id), std::int64_t{4352}})
+        for (std::int64_t n : {9, 64, 130}) {
+          INFO(gk::name(W::id) << " k " << k << " n " << n << (pre ? " (weights unpacked first)" : ""));
+          CHECK(mmq_mismatches<W>(k, 67, n, n == 9 ? 2 : 1) == 0);
+        }
+    });
+  }
+  gk::cuda::mmq_pre_mode(-1);
 }
 
 TEST_CASE("cuda matvec_q8: device-encoded activations equal the CPU's encode_row (q8_0, q8_1, q8_K)",
@@ -611,7 +643,19 @@ TEST_CASE("cuda matvec_q8 control: a mat-vec that drops each row's last block mu
   q8_matvec_formats(512, 3);
   CHECK(mmq_mismatches<gk::formats::q4_K>(512, 67, 20, 1) == 0);  // mmq drops it too
   CHECK(mmq_mismatches<gk::formats::q4_0>(160, 67, 20, 1) == 0);
+  gk::cuda::mmq_pre_mode(1);  // and with the weights unpacked first
+  CHECK(mmq_mismatches<gk::formats::q8_0>(160, 67, 20, 1) == 0);
+  CHECK(mmq_mismatches<gk::formats::q6_K>(512, 67, 20, 1) == 0);
+  gk::cuda::mmq_pre_mode(-1);
   CHECK(mmq_id_mismatches<gk::formats::q4_K>(512, 67, 2) == 0);  // and mul_mat_id's grouped columns
+  gk::cuda::matvec_q8_plant(0);
+}
+TEST_CASE("cuda mmq control: weights unpacked first with a chunk's scales from the next chunk must fail", "[.control]") {
+  gk::cuda::matvec_q8_plant(4);
+  gk::cuda::mmq_pre_mode(1);
+  CHECK(mmq_mismatches<gk::formats::q8_0>(160, 67, 20, 1) == 0);
+  CHECK(mmq_mismatches<gk::formats::q6_K>(512, 67, 130, 1) == 0);
+  gk::cuda::mmq_pre_mode(-1);
   gk::cuda::matvec_q8_plant(0);
 }
 TEST_CASE("cuda mmq control: mul_mat_id grouping that leaves out each expert's last column must fail", "[.control]") {
