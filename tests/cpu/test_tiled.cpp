@@ -23,9 +23,14 @@ using namespace gk;
 
 namespace {
 
-const type tiled_types[] = {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs};
+const type tiled_types[] = {type::q4_0, type::q4_1,  type::q8_0,  type::iq4_nl, type::q4_K,  type::q5_K,
+                            type::iq4_xs, type::q2_K, type::q3_K, type::q6_K, type::tq1_0, type::tq2_0};
 // formats whose blocks go in 4-byte units throughout
 bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs; }
+// formats in 4-byte units but for their f16 scales at the end (2-byte units)
+bool dword_units_but_scale(type t) {
+  return t == type::q2_K || t == type::q3_K || t == type::q6_K || t == type::tq1_0 || t == type::tq2_0;
+}
 
 std::vector<unsigned char> random_bytes(std::size_t n, std::mt19937& rng) {
   std::vector<unsigned char> v(n);
@@ -62,8 +67,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
   struct geo {
     std::int64_t k, m, e;
   };
-  for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q5_0,
-                 type::q6_K, type::f32})
+  for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
+                 type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::q5_0, type::iq2_xs, type::f32})
     for (geo g0 : {geo{64, 16, 1}, geo{256, 37, 2}, geo{32, 5, 1}, geo{96, 48, 3}}) {
       const geo g{block_size(t) == 256 ? 8 * g0.k : g0.k, g0.m, g0.e};
       INFO(type_label(t) << " k " << g.k << " m " << g.m << " matrices " << g.e);
@@ -79,11 +84,15 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
 
       // the layout as cpu/tiled.hpp states it: in group q of matrix x, block i of row r, the
       // unit at block offset o (2 bytes before qs, 4 from qs on; 4 throughout a q4_K, q5_K
-      // or iq4_xs block) is at group start + 16 i sizeof(block) + 16 o + r * unit size
-      const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || dword_units(t);
+      // or iq4_xs block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
+      // scales at the end, 2) is at group start + 16 i sizeof(block) + 16 o + r * unit size
+      const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || dword_units(t) ||
+                         dword_units_but_scale(t);
       CHECK(cpu::tiled::is_tiled(w) == tiled);
       const auto* phys = static_cast<const unsigned char*>(w->data);
-      const std::size_t bs = type_size(t), rs = w->row_bytes(), qs_at = t == type::q4_1 ? 4 : dword_units(t) ? 0 : 2;
+      const std::size_t bs = type_size(t), rs = w->row_bytes();
+      const std::size_t qs_at = t == type::q4_1 ? 4 : dword_units(t) || dword_units_but_scale(t) ? 0 : 2;
+      const std::size_t qs_end = dword_units_but_scale(t) ? bs - (t == type::q2_K ? 4 : 2) : bs;
       const std::int64_t nb = g.k / block_size(t);
       std::size_t mismatched = 0, checked = 0;
       for (std::int64_t x = 0; x < g.e; ++x)
@@ -93,8 +102,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
               const std::size_t logical = static_cast<std::size_t>(x * g.m + r) * rs + static_cast<std::size_t>(i) * bs + o;
               std::size_t at = logical;
               if (tiled && r < g.m / 16 * 16) {
-                const std::size_t unit = o < qs_at ? 2 : 4;
-                const std::size_t u0 = o < qs_at ? o / 2 * 2 : qs_at + (o - qs_at) / 4 * 4;
+                const std::size_t unit = o < qs_at || o >= qs_end ? 2 : 4;
+                const std::size_t u0 = unit == 2 ? o / 2 * 2 : qs_at + (o - qs_at) / 4 * 4;
                 at = static_cast<std::size_t>(x * g.m + r / 16 * 16) * rs + static_cast<std::size_t>(i) * 16 * bs +
                      16 * u0 + static_cast<std::size_t>(r % 16) * unit + (o - u0);
               }

@@ -3,14 +3,16 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, iq4_nl, q4_K, q5_K, iq4_xs),
-// contiguous, not a view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, iq4_nl, q4_K, q5_K, iq4_xs,
+// q2_K, q3_K, q6_K, tq1_0, tq2_0), contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
 // column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
 // unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant
-// or iq4_xs block in 4-byte units throughout) comes as sixteen consecutive copies, row 0's first:
+// or iq4_xs block in 4-byte units throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 in 4-byte
+// units up to their f16 scales at the end, in 2-byte units) comes as sixteen consecutive
+// copies, row 0's first:
 // unit at block offset o of row r goes to 16 o + r * unit size. So a q4_0 block column is
 // the sixteen scales (32 bytes), then four 64-byte vectors, vector k holding row r's qs
 // dword k in lane r: what the tile's unpack made before, now one load each. The byte
@@ -38,7 +40,9 @@
 #include "gk/core/error.hpp"
 #include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
+#include "gk/formats/kquants_low.hpp"
 #include "gk/formats/legacy.hpp"
+#include "gk/formats/ternary.hpp"
 #include "gk/tensor.hpp"
 
 namespace gk::cpu::tiled {
@@ -48,24 +52,31 @@ inline constexpr std::int64_t group_rows = 16;
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
   return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || t == type::q4_K ||
-         t == type::q5_K || t == type::iq4_xs;
+         t == type::q5_K || t == type::iq4_xs || t == type::q2_K || t == type::q3_K || t == type::q6_K ||
+         t == type::tq1_0 || t == type::tq2_0;
 }
 
-// A block's units: [0, qs_at) in 2-byte units, [qs_at, bytes) in 4-byte units. The
-// 32-weight formats' f16 fields come before qs; a K-quant or iq4_xs block is dwords
-// throughout.
+// A block's units: [0, qs_at) in 2-byte units, [qs_at, qs_end) in 4-byte units, [qs_end,
+// bytes) in 2-byte units. The 32-weight formats' f16 fields come before qs; a K-quant or
+// iq4_xs block is dwords throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 end with their f16
+// scales (d, and q2_K's dmin after it).
 struct block_units {
-  std::size_t bytes, qs_at;
+  std::size_t bytes, qs_at, qs_end;
 };
 template <class W>
 constexpr block_units units_of() {
   if constexpr (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs) {
     static_assert(sizeof(typename W::block) % 4 == 0);
-    return {sizeof(typename W::block), 0};
+    return {sizeof(typename W::block), 0, sizeof(typename W::block)};
+  } else if constexpr (W::id == type::q2_K || W::id == type::q3_K || W::id == type::q6_K || W::id == type::tq1_0 ||
+                       W::id == type::tq2_0) {
+    static_assert(offsetof(typename W::block, d) % 4 == 0 &&
+                  sizeof(typename W::block) - offsetof(typename W::block, d) == (W::id == type::q2_K ? 4 : 2));
+    return {sizeof(typename W::block), 0, offsetof(typename W::block, d)};
   } else {
     static_assert(offsetof(typename W::block, qs) % 2 == 0 && sizeof(W::block::qs) % 4 == 0 &&
                   offsetof(typename W::block, qs) + sizeof(W::block::qs) == sizeof(typename W::block));
-    return {sizeof(typename W::block), offsetof(typename W::block, qs)};
+    return {sizeof(typename W::block), offsetof(typename W::block, qs), sizeof(typename W::block)};
   }
 }
 inline block_units units_of(type t) {
@@ -77,6 +88,11 @@ inline block_units units_of(type t) {
     case type::q4_K: return units_of<formats::q4_K>();
     case type::q5_K: return units_of<formats::q5_K>();
     case type::iq4_xs: return units_of<formats::iq4_xs>();
+    case type::q2_K: return units_of<formats::q2_K>();
+    case type::q3_K: return units_of<formats::q3_K>();
+    case type::q6_K: return units_of<formats::q6_K>();
+    case type::tq1_0: return units_of<formats::tq1_0>();
+    case type::tq2_0: return units_of<formats::tq2_0>();
     default: throw error("gk: cpu tiled: " + type_label(t) + " is not a tiled format");
   }
 }
@@ -89,7 +105,8 @@ inline void tile_group(const unsigned char* rows, unsigned char* out, std::int64
     for (std::size_t r = 0; r < group_rows; ++r) {
       const unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
       for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(col + group_rows * o + r * 2, b + o, 2);
-      for (std::size_t o = u.qs_at; o < u.bytes; o += 4) std::memcpy(col + group_rows * o + r * 4, b + o, 4);
+      for (std::size_t o = u.qs_at; o < u.qs_end; o += 4) std::memcpy(col + group_rows * o + r * 4, b + o, 4);
+      for (std::size_t o = u.qs_end; o < u.bytes; o += 2) std::memcpy(col + group_rows * o + r * 2, b + o, 2);
     }
   }
 }
@@ -100,7 +117,8 @@ inline void untile_group(const unsigned char* group, unsigned char* rows, std::i
     for (std::size_t r = 0; r < group_rows; ++r) {
       unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
       for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(b + o, col + group_rows * o + r * 2, 2);
-      for (std::size_t o = u.qs_at; o < u.bytes; o += 4) std::memcpy(b + o, col + group_rows * o + r * 4, 4);
+      for (std::size_t o = u.qs_at; o < u.qs_end; o += 4) std::memcpy(b + o, col + group_rows * o + r * 4, 4);
+      for (std::size_t o = u.qs_end; o < u.bytes; o += 2) std::memcpy(b + o, col + group_rows * o + r * 2, 2);
     }
   }
 }

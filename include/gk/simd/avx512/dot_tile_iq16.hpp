@@ -86,6 +86,10 @@ using avx512_legacy_tile::rows_x4;
 using avx512_legacy_tile::rows_x8;
 using avx512_legacy_tile::dword_rows;
 using avx512_legacy_tile::spread_byte;
+using avx512_legacy_tile::tiled_rows;
+using avx512_legacy_tile::store_rows_by_column;
+using avx512_legacy_tile::qs_tiled;
+using avx512_legacy_tile::f16_tiled;
 
 // A lattice grid as 16-bit codes, from the codebook. Its coordinates take few values,
 // value[c] the one of code c (ascending). Four-coordinate grids (iq3) keep code(coordinate
@@ -626,6 +630,17 @@ struct q6_K {
     rows_x4(p, u.sc);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
+  // tiled (cpu/tiled.hpp): ql, qh and scales dwords as vectors, then the sixteen scales d
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 32
+    for (int k = 0; k < 32; ++k) u.ql[k] = qs_tiled<offsetof(W::block, ql)>(col, k);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) u.qh[k] = qs_tiled<offsetof(W::block, qh)>(col, k);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) u.sc[k] = qs_tiled<offsetof(W::block, scales)>(col, k);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+  }
   static void chunk(const rows& u, int j, __m512i* q) {  // weights 16j .. 16j+15: activation dwords 4j .. 4j+3
     const int h = j / 8, k = (j / 2) % 4, half = j % 2;
     const __m512i top = _mm512_set1_epi8(0x30);
@@ -673,6 +688,17 @@ struct q3_K {
     u.sc[1] = dword_rows<offsetof(W::block, scales) + 4>(w, i);
     u.sc[2] = dword_rows<offsetof(W::block, scales) + 8>(w, i);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // tiled (cpu/tiled.hpp): qs, hmask and scales dwords as vectors, then the sixteen scales d
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) u.qs[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.hm[k] = qs_tiled<offsetof(W::block, hmask)>(col, k);
+#pragma GCC unroll 3
+    for (int k = 0; k < 3; ++k) u.sc[k] = qs_tiled<offsetof(W::block, scales)>(col, k);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
   }
   static void chunk(const rows& u, int j, __m512i* q) {  // weights 16j .. 16j+15: activation dwords 4j .. 4j+3
     const int h = j / 8, k = (j / 2) % 4, half = j % 2, b = j / 2;  // b = 4h + k: the hmask bit
@@ -722,14 +748,28 @@ struct q2_K {
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) p[r] = w[r][i].scales;
     rows_x4(p, u.sc);
+    mins(u);
+    u.d = f16_rows<offsetof(W::block, d)>(w, i);
+    u.dmin = f16_rows<offsetof(W::block, dmin)>(w, i);
+  }
+  // tiled (cpu/tiled.hpp): scales and qs dwords as vectors, then the sixteen d and dmin
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) u.qs[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) u.sc[k] = qs_tiled<offsetof(W::block, scales)>(col, k);
+    mins(u);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+    u.dmin = f16_tiled<offsetof(W::block, dmin)>(col);
+  }
+  static void mins(rows& u) {
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {  // bytes 2k, 2k+1: their high nibbles to bits 0-3 and 16-19
       const __m512i t = k % 2 ? _mm512_srli_epi32(u.sc[k / 2], 16) : u.sc[k / 2];
       u.m[k] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(t, 4), _mm512_set1_epi32(0xf)),
                                _mm512_and_si512(_mm512_slli_epi32(t, 4), _mm512_set1_epi32(0xf0000)));
     }
-    u.d = f16_rows<offsetof(W::block, d)>(w, i);
-    u.dmin = f16_rows<offsetof(W::block, dmin)>(w, i);
   }
   static void chunk(const rows& u, int j, __m512i* q) {  // weights 16j .. 16j+15: activation dwords 4j .. 4j+3
     const int h = j / 8, k = (j / 2) % 4, half = j % 2;
@@ -761,9 +801,10 @@ struct q2_K {
 // (vpdpbusd on its broadcast activation dwords, from -off * the group's activation sum),
 // the group sum times the rows' integer scale F::scale by vpmulld, added up as integers;
 // then the block's float term F::term, added to the column's running sum in block order.
-template <class F, int C>
-inline void tile(const typename F::W::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,
-                 float (*out)[kRows], const ahead& next = {}) {
+// w: the sixteen rows' pointers, or a tiled group (tiled_rows).
+template <class F, int C, class Rows>
+inline void tile(Rows w, const formats::q8_K::block* const* a, std::int64_t n, float (*out)[kRows],
+                 const ahead& next = {}) {
   constexpr int G = F::groups, cd = 64 / G;  // activation dwords per group
   __m512 sum[C];
 #pragma GCC unroll 8
@@ -830,13 +871,30 @@ struct runner {
           for (int r = 0; r < R; ++r) out[r * C + c0 + c] = o[c][r];
       } else {
         for (int c = c0; c < C; ++c) {
-          tile<F, 1>(rows, a + c, n, o);
+          avx512_iq16_tile::tile<F, 1>(rows, a + c, n, o);
           for (int r = 0; r < R; ++r) out[r * C + c] = o[0][r];
         }
       }
     }
   }
+  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns (cpu/matmul.hpp hands a
+  // group 8, 4, 2 or 1 at a time).
+  template <int C>
+  static void run_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out,
+                        const ahead& next = {}) {
+    static_assert(C >= 1 && C <= 8);
+    float o[C][kRows];
+    avx512_iq16_tile::tile<F, C>(tiled_rows{static_cast<const unsigned char*>(group)}, a, n, o,
+                                  C == 1 ? next : ahead{});
+    store_rows_by_column<C>(o, out);
+  }
 };
+
+// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K).
+template <class F>
+constexpr bool loads_tiled() {
+  return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
+}
 
 }  // namespace gk::simd::avx512_iq16_tile
 
@@ -847,12 +905,19 @@ namespace gk {
   template <>                                                                                                      \
   struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
     static constexpr bool specialised = true, decode = dec;                                                        \
+    static constexpr bool tiled = simd::avx512_iq16_tile::loads_tiled<simd::avx512_iq16_tile::fmt>();              \
     static constexpr int rows = simd::avx512_iq16_tile::kRows, cols = 8;                                            \
     template <int R, int C>                                                                                        \
     static void run(const formats::fmt::block* const* w, const formats::q8_K::block* const* a, std::int64_t n,     \
                     float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                          \
       simd::avx512_iq16_tile::runner<simd::avx512_iq16_tile::fmt>::run<R, C>(w, a, n, out,                         \
                                                                              {next, next_bytes, n / qk_k});        \
+    }                                                                                                              \
+    template <int C>                                                                                               \
+    static void run_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out,    \
+                          const void* next = nullptr, std::size_t next_bytes = 0) {                               \
+      simd::avx512_iq16_tile::runner<simd::avx512_iq16_tile::fmt>::run_tiled<C>(group, a, n, out,                  \
+                                                                                {next, next_bytes, n / qk_k});     \
     }                                                                                                              \
   };
 

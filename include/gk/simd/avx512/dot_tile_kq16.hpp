@@ -52,6 +52,7 @@ using avx512_legacy_tile::ahead;
 using avx512_legacy_tile::rows_x4;
 using avx512_legacy_tile::rows_x8;
 using avx512_legacy_tile::tiled_rows;
+using avx512_legacy_tile::store_rows_by_column;
 
 inline constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
 
@@ -250,23 +251,16 @@ struct runner {
       }
     }
   }
-  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns.
+  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns (cpu/matmul.hpp hands a
+  // group 8, 4, 2 or 1 at a time).
   template <int C>
   static void run_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out,
                         const ahead& next = {}) {
-    const tiled_rows rows{static_cast<const unsigned char*>(group)};
-    constexpr int cb = C < 8 ? C : 8;
-    float o[cb][kRows];
-    int c0 = 0;
-    for (; c0 + cb <= C; c0 += cb) {
-      avx512_kq16_tile::tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});
-      for (int c = 0; c < cb; ++c)
-        for (int r = 0; r < kRows; ++r) out[r * C + c0 + c] = o[c][r];
-    }
-    for (; c0 < C; ++c0) {
-      avx512_kq16_tile::tile<F, 1>(rows, a + c0, n, o);
-      for (int r = 0; r < kRows; ++r) out[r * C + c0] = o[0][r];
-    }
+    static_assert(C >= 1 && C <= 8);
+    float o[C][kRows];
+    avx512_kq16_tile::tile<F, C>(tiled_rows{static_cast<const unsigned char*>(group)}, a, n, o,
+                                  C == 1 ? next : ahead{});
+    store_rows_by_column<C>(o, out);
   }
 };
 

@@ -154,6 +154,13 @@ inline void nibbles(const B* const* w, std::int64_t i, __m512i* q) {
   }
 }
 
+// o[c][r] (a tile's output) to out[r * C + c] (the runners' row-major order).
+template <int C>
+inline void store_rows_by_column(const float (*o)[kRows], float* out) {
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < kRows; ++r) out[r * C + c] = o[c][r];
+}
+
 // A group of sixteen rows stored tiled (cpu/tiled.hpp): block column i is 16 x sizeof(B)
 // bytes at group + 16 i sizeof(B), each field of the block before qs as sixteen copies
 // (row r's at 16 offset + 2r), then qs dword k of the sixteen rows as one vector.
@@ -521,6 +528,13 @@ struct tq2_0 {
     }
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
+  // tiled (cpu/tiled.hpp): the qs dwords as 16 vectors, then the sixteen scales
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) u.x[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+  }
   static void chunk(const rows& u, int j, __m512i* q) {  // activation dwords 8j .. 8j+7
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k)
@@ -552,6 +566,15 @@ struct tq1_0 {
     rows_x4(p, u.x + 8);
     u.x[12] = dword_rows<offsetof(W::block, qh)>(w, i);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // tiled (cpu/tiled.hpp): qs dwords 0 .. 11 and the qh word (dword 12) as 13 vectors, then
+  // the sixteen scales
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    static_assert(offsetof(W::block, qh) == offsetof(W::block, qs) + 48);
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 13
+    for (int k = 0; k < 13; ++k) u.x[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
   }
   static __m512i trit(__m512i b, int k) {
     for (int e = 0; e < k; ++e) b = _mm512_add_epi8(b, _mm512_add_epi8(b, b));  // * 3, mod 256
@@ -792,9 +815,17 @@ inline void tile(Rows w, const typename F::W::dot_type::block* const* a, std::in
         return acc;
       };
       if constexpr (chunks > 1) {  // one part; each column's sum runs on across the chunks
-        __m512i acc[C];
+        // unscaled (tq1_0, tq2_0): with one or two columns, the chunks go to S separate
+        // sums (integers, so the same total): one chain of 8 x chunks dependent vpdpbusd
+        // a block was the decode rate's bound
+        constexpr int S = G == 1 && C <= 2 ? 4 : 1;
+        __m512i acc[C], part[S > 1 ? S - 1 : 1][C];
 #pragma GCC unroll 8
-        for (int c = 0; c < C; ++c) acc[c] = G > 1 ? _mm512_setzero_si512() : start(c, 0);
+        for (int c = 0; c < C; ++c) {
+          acc[c] = G > 1 ? _mm512_setzero_si512() : start(c, 0);
+#pragma GCC unroll 4
+          for (int h = 0; h + 1 < S; ++h) part[h][c] = _mm512_setzero_si512();
+        }
 #pragma GCC unroll 8
         for (int j = 0; j < chunks; ++j) {
           __m512i q[cd];
@@ -807,9 +838,17 @@ inline void tile(Rows w, const typename F::W::dot_type::block* const* a, std::in
                   acc[c], _mm512_mullo_epi32(madd(_mm512_set1_epi32(ct.start[c][G * l + j]), q, y(c, 0, j)), sc));
           } else {
 #pragma GCC unroll 8
-            for (int c = 0; c < C; ++c) acc[c] = madd(acc[c], q, y(c, 0, j));
+            for (int c = 0; c < C; ++c) {
+              __m512i& a = j % S == 0 ? acc[c] : part[(j % S + S - 1) % S][c];
+              a = madd(a, q, y(c, 0, j));
+            }
           }
         }
+        if constexpr (S > 1)
+#pragma GCC unroll 8
+          for (int c = 0; c < C; ++c)
+#pragma GCC unroll 4
+            for (int h = 0; h + 1 < S; ++h) acc[c] = _mm512_add_epi32(acc[c], part[h][c]);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c)
           sum[c] = _mm512_add_ps(sum[c], F::term(_mm512_cvtepi32_ps(acc[c]), u, _mm512_set1_ps(ct.da[c][l]),
@@ -867,26 +906,18 @@ struct runner {
       }
     }
   }
-  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns.
+  // The sixteen rows of a tiled group (cpu/tiled.hpp), C columns (cpu/matmul.hpp hands a
+  // group 8, 4, 2 or 1 at a time).
   template <int C>
   static void run_tiled(const void* group, const ablock* const* a, std::int64_t n, float* out, const ahead& next = {}) {
-    const tiled_rows rows{static_cast<const unsigned char*>(group)};
-    constexpr int cb = C < 8 ? C : 8;
-    float o[cb][kRows];
-    int c0 = 0;
-    for (; c0 + cb <= C; c0 += cb) {
-      tile<F, cb>(rows, a + c0, n, o, C == 1 ? next : ahead{});
-      for (int c = 0; c < cb; ++c)
-        for (int r = 0; r < kRows; ++r) out[r * C + c0 + c] = o[c][r];
-    }
-    for (; c0 < C; ++c0) {
-      tile<F, 1>(rows, a + c0, n, o);
-      for (int r = 0; r < kRows; ++r) out[r * C + c0] = o[0][r];
-    }
+    static_assert(C >= 1 && C <= 8);
+    float o[C][kRows];
+    tile<F, C>(tiled_rows{static_cast<const unsigned char*>(group)}, a, n, o, C == 1 ? next : ahead{});
+    store_rows_by_column<C>(o, out);
   }
 };
 
-// Whether F loads a tiled group (q8_0, q4_0, q4_1: cpu/tiled.hpp's formats of this file).
+// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file).
 template <class F>
 constexpr bool loads_tiled() {
   return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
