@@ -23,8 +23,8 @@ using namespace gk;
 
 namespace {
 
-const type tiled_types[] = {type::q4_0, type::q4_1,  type::q8_0,  type::iq4_nl, type::q4_K,  type::q5_K,
-                            type::iq4_xs, type::q2_K, type::q3_K, type::q6_K, type::tq1_0, type::tq2_0};
+const type tiled_types[] = {type::q4_0, type::q4_1, type::q8_0,  type::iq4_nl, type::q4_K,  type::q5_K,  type::iq4_xs,
+                            type::q2_K, type::q3_K, type::q6_K,  type::tq1_0,  type::tq2_0, type::iq2_s, type::iq3_s};
 // formats whose blocks go in 4-byte units throughout
 bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs; }
 // formats in 4-byte units but for their f16 scales at the end (2-byte units)
@@ -68,7 +68,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
     std::int64_t k, m, e;
   };
   for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
-                 type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::q5_0, type::iq2_xs, type::f32})
+                 type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s, type::q5_0, type::iq2_xs,
+                 type::f32})
     for (geo g0 : {geo{64, 16, 1}, geo{256, 37, 2}, geo{32, 5, 1}, geo{96, 48, 3}}) {
       const geo g{block_size(t) == 256 ? 8 * g0.k : g0.k, g0.m, g0.e};
       INFO(type_label(t) << " k " << g.k << " m " << g.m << " matrices " << g.e);
@@ -85,9 +86,10 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
       // the layout as cpu/tiled.hpp states it: in group q of matrix x, block i of row r, the
       // unit at block offset o (2 bytes before qs, 4 from qs on; 4 throughout a q4_K, q5_K
       // or iq4_xs block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
-      // scales at the end, 2) is at group start + 16 i sizeof(block) + 16 o + r * unit size
+      // scales at the end, 2; iq2_s and iq3_s as the 32-weight formats, qs and all after it
+      // in 4-byte units) is at group start + 16 i sizeof(block) + 16 o + r * unit size
       const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || dword_units(t) ||
-                         dword_units_but_scale(t);
+                         dword_units_but_scale(t) || t == type::iq2_s || t == type::iq3_s;
       CHECK(cpu::tiled::is_tiled(w) == tiled);
       const auto* phys = static_cast<const unsigned char*>(w->data);
       const std::size_t bs = type_size(t), rs = w->row_bytes();

@@ -4,15 +4,15 @@
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
 // The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, iq4_nl, q4_K, q5_K, iq4_xs,
-// q2_K, q3_K, q6_K, tq1_0, tq2_0), contiguous, not a view, is cut
+// q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
 // column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
 // unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant
 // or iq4_xs block in 4-byte units throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 in 4-byte
-// units up to their f16 scales at the end, in 2-byte units) comes as sixteen consecutive
-// copies, row 0's first:
+// units up to their f16 scales at the end, in 2-byte units; iq2_s and iq3_s: the f16 scale,
+// then 4-byte units) comes as sixteen consecutive copies, row 0's first:
 // unit at block offset o of row r goes to 16 o + r * unit size. So a q4_0 block column is
 // the sixteen scales (32 bytes), then four 64-byte vectors, vector k holding row r's qs
 // dword k in lane r: what the tile's unpack made before, now one load each. The byte
@@ -38,6 +38,8 @@
 
 #include "gk/backend.hpp"
 #include "gk/core/error.hpp"
+#include "gk/formats/iq2.hpp"
+#include "gk/formats/iq3.hpp"
 #include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/kquants_low.hpp"
@@ -53,13 +55,13 @@ inline constexpr std::int64_t group_rows = 16;
 constexpr bool tiles_format(type t) noexcept {
   return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || t == type::q4_K ||
          t == type::q5_K || t == type::iq4_xs || t == type::q2_K || t == type::q3_K || t == type::q6_K ||
-         t == type::tq1_0 || t == type::tq2_0;
+         t == type::tq1_0 || t == type::tq2_0 || t == type::iq2_s || t == type::iq3_s;
 }
 
 // A block's units: [0, qs_at) in 2-byte units, [qs_at, qs_end) in 4-byte units, [qs_end,
 // bytes) in 2-byte units. The 32-weight formats' f16 fields come before qs; a K-quant or
 // iq4_xs block is dwords throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 end with their f16
-// scales (d, and q2_K's dmin after it).
+// scales (d, and q2_K's dmin after it); iq2_s and iq3_s start with theirs.
 struct block_units {
   std::size_t bytes, qs_at, qs_end;
 };
@@ -73,6 +75,9 @@ constexpr block_units units_of() {
     static_assert(offsetof(typename W::block, d) % 4 == 0 &&
                   sizeof(typename W::block) - offsetof(typename W::block, d) == (W::id == type::q2_K ? 4 : 2));
     return {sizeof(typename W::block), 0, offsetof(typename W::block, d)};
+  } else if constexpr (W::id == type::iq2_s || W::id == type::iq3_s) {
+    static_assert(offsetof(typename W::block, d) == 0 && (sizeof(typename W::block) - 2) % 4 == 0);
+    return {sizeof(typename W::block), 2, sizeof(typename W::block)};
   } else {
     static_assert(offsetof(typename W::block, qs) % 2 == 0 && sizeof(W::block::qs) % 4 == 0 &&
                   offsetof(typename W::block, qs) + sizeof(W::block::qs) == sizeof(typename W::block));
@@ -93,6 +98,8 @@ inline block_units units_of(type t) {
     case type::q6_K: return units_of<formats::q6_K>();
     case type::tq1_0: return units_of<formats::tq1_0>();
     case type::tq2_0: return units_of<formats::tq2_0>();
+    case type::iq2_s: return units_of<formats::iq2_s>();
+    case type::iq3_s: return units_of<formats::iq3_s>();
     default: throw error("gk: cpu tiled: " + type_label(t) + " is not a tiled format");
   }
 }

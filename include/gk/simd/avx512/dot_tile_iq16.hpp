@@ -330,6 +330,18 @@ struct iq3_s {
     u.sc = dword_rows<offsetof(W::block, scales)>(w, i);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
+  // tiled (cpu/tiled.hpp): the sixteen scales d, then qs, qh, signs and scales dwords as vectors
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) u.x[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) u.sg[k] = qs_tiled<offsetof(W::block, signs)>(col, k);
+    u.qh[0] = qs_tiled<offsetof(W::block, qh)>(col, 0);
+    u.qh[1] = qs_tiled<offsetof(W::block, qh)>(col, 1);
+    u.sc = qs_tiled<offsetof(W::block, scales)>(col, 0);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+  }
   static void chunk(const rows& u, int j, __m512i* q) {  // sub-block j: activation dwords 8j .. 8j+7
     const auto& t = iq3s_lattice;
     const __m512i byte02 = _mm512_set1_epi32(0x00ff00ff), lo = _mm512_broadcast_i32x4(load128(t.lo.data()));
@@ -429,6 +441,21 @@ struct iq2_s {
     u.sc[0] = dword_rows<offsetof(W::block, scales)>(w, i);
     u.sc[1] = dword_rows<offsetof(W::block, scales) + 4>(w, i);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+  }
+  // tiled (cpu/tiled.hpp): the sixteen scales d, then qs, qh and scales dwords as vectors
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      u.x[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+      u.sg[k] = qs_tiled<offsetof(W::block, qs)>(col, 8 + k);
+    }
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      u.qh[k] = qs_tiled<offsetof(W::block, qh)>(col, k);
+      u.sc[k] = qs_tiled<offsetof(W::block, scales)>(col, k);
+    }
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
   }
   static void chunk(const rows& u, int h, __m512i* q) {  // groups 2h, 2h+1: activation dwords 4h .. 4h+3
     const auto& t = iq2s_lattice;
@@ -890,7 +917,8 @@ struct runner {
   }
 };
 
-// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K).
+// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K,
+// iq2_s, iq3_s).
 template <class F>
 constexpr bool loads_tiled() {
   return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
