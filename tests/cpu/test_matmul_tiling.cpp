@@ -159,6 +159,9 @@ TEST_CASE("mul_mat tiling equals the per-element definition at every thread coun
   check_format<formats::q6_K>();
   check_format<formats::q3_K>();
   check_format<formats::q2_K>();
+  // ternary: one or two columns split the decode tile's integer sum four ways
+  check_format<formats::tq1_0>();
+  check_format<formats::tq2_0>();
 }
 
 TEST_CASE("the unfaulted kernel passes the direct check (the controls' baseline)", "[cpu][matmul][control]") {
@@ -239,11 +242,15 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::q6_K>(256, 37);
   check_mul_mat_id<formats::q3_K>(256, 37);
   check_mul_mat_id<formats::q2_K>(256, 37);
+  check_mul_mat_id<formats::tq1_0>(256, 37);
+  check_mul_mat_id<formats::tq2_0>(512, 37);
   check_mul_mat_id<formats::q8_0>(64, 19, 41);
   check_mul_mat_id<formats::q4_0>(96, 37, 41);
   check_mul_mat_id<formats::q4_K>(256, 37, 41);
   check_mul_mat_id<formats::iq2_xxs>(256, 21, 41);
   check_mul_mat_id<formats::q6_K>(256, 37, 41);
+  check_mul_mat_id<formats::tq1_0>(256, 37, 41);
+  check_mul_mat_id<formats::tq2_0>(256, 21, 41);
   check_mul_mat_id<formats::f16>(64, 37, 41);
   check_mul_mat_id<formats::q8_0>(64, 19, 1);
   check_mul_mat_id<formats::q8_0>(64, 19, 2);

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -58,6 +59,25 @@ void fill_f32(tensor* t, std::mt19937& rng) {
   std::normal_distribution<float> g;
   auto* f = static_cast<float*>(t->data);
   for (std::int64_t i = 0; i < t->nelements(); ++i) f[i] = g(rng);
+}
+
+// A weight of random valid blocks in ctx's memory, and the same bytes set (so converted)
+// into a tensor of meta in CPU_TILED memory, which buf holds.
+struct weight_pair {
+  tensor *plain, *tiled;
+  std::vector<unsigned char> bytes;
+  std::unique_ptr<backend_buffer> buf;
+};
+weight_pair weight_in_both(context& ctx, context& meta, type t, std::int64_t k, std::int64_t m, std::int64_t mats,
+                           std::mt19937& rng) {
+  weight_pair p;
+  p.plain = ctx.new_tensor_3d(t, k, m, mats);
+  p.bytes = random_weights(p.plain, rng);
+  std::memcpy(p.plain->data, p.bytes.data(), p.bytes.size());
+  p.tiled = meta.new_tensor_3d(t, k, m, mats);
+  p.buf = place_in_one_buffer(std::vector<tensor*>{p.tiled}, cpu_tiled_buffer_type());
+  p.buf->set_tensor(p.tiled, p.bytes.data(), 0, p.bytes.size());
+  return p;
 }
 
 }  // namespace
@@ -167,15 +187,10 @@ struct results {
 
 results run_mul_mat(type t, const matmul_case& c, int threads, std::mt19937& rng) {
   context ctx({64u << 20, nullptr, false});
-  tensor* w = ctx.new_tensor_3d(t, c.k, c.m, c.a2);
   tensor* x = ctx.new_tensor_3d(type::f32, c.k, c.n, c.ne2);
   fill_f32(x, rng);
-  const auto bytes = random_weights(w, rng);
-  std::memcpy(w->data, bytes.data(), bytes.size());
   context meta({1u << 20, nullptr, true});
-  tensor* wt = meta.new_tensor_3d(t, c.k, c.m, c.a2);
-  auto buf = place_in_one_buffer(std::vector<tensor*>{wt}, cpu_tiled_buffer_type());
-  buf->set_tensor(wt, bytes.data(), 0, bytes.size());
+  const auto [w, wt, bytes, buf] = weight_in_both(ctx, meta, t, c.k, c.m, c.a2, rng);
   tensor* wr = meta.new_tensor_3d(t, c.k, c.m, c.a2);
   auto buf_raw = place_in_one_buffer(std::vector<tensor*>{wr}, cpu_tiled_buffer_type());
   std::memcpy(wr->data, bytes.data(), bytes.size());  // no conversion: the planted control
@@ -225,18 +240,13 @@ TEST_CASE("mul_mat_id reads CPU_TILED experts in place: the same bits as ordinar
         INFO(type_label(t) << " k " << c.k << " m " << c.m << " experts " << c.n_as << " tokens " << c.n_tok << ", "
                            << threads << " thread(s)");
         context ctx({64u << 20, nullptr, false});
-        tensor* w = ctx.new_tensor_3d(t, c.k, c.m, c.n_as);
         tensor* x = ctx.new_tensor_3d(type::f32, c.k, 1, c.n_tok);
         tensor* ids = ctx.new_tensor_2d(type::i32, c.n_used, c.n_tok);
         fill_f32(x, rng);
         auto* id = static_cast<std::int32_t*>(ids->data);
         for (std::int64_t i = 0; i < ids->nelements(); ++i) id[i] = static_cast<std::int32_t>(rng() % c.n_as);
-        const auto bytes = random_weights(w, rng);
-        std::memcpy(w->data, bytes.data(), bytes.size());
         context meta({1u << 20, nullptr, true});
-        tensor* wt = meta.new_tensor_3d(t, c.k, c.m, c.n_as);
-        auto buf = place_in_one_buffer(std::vector<tensor*>{wt}, cpu_tiled_buffer_type());
-        buf->set_tensor(wt, bytes.data(), 0, bytes.size());
+        const auto [w, wt, bytes, buf] = weight_in_both(ctx, meta, t, c.k, c.m, c.n_as, rng);
         cpu::runner run(threads);
         std::vector<unsigned char> got[2];
         for (int j = 0; j < 2; ++j) {
@@ -257,13 +267,8 @@ TEST_CASE("the scheduler reads a CPU_TILED weight in place for mul_mat and stage
     INFO(type_label(t));
     const std::int64_t k = 256, m = 40, n = 3;
     context ctx({16u << 20, nullptr, false});
-    tensor* w = ctx.new_tensor_2d(t, k, m);
-    const auto bytes = random_weights(w, rng);
-    std::memcpy(w->data, bytes.data(), bytes.size());
     context meta({1u << 20, nullptr, true});
-    tensor* wt = meta.new_tensor_2d(t, k, m);
-    auto buf = place_in_one_buffer(std::vector<tensor*>{wt}, cpu_tiled_buffer_type());
-    buf->set_tensor(wt, bytes.data(), 0, bytes.size());
+    const auto [w, wt, bytes, buf] = weight_in_both(ctx, meta, t, k, m, 1, rng);
 
     std::vector<unsigned char> want, got;
     int copies[2] = {0, 0};

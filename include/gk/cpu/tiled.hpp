@@ -148,64 +148,55 @@ struct geometry {
 };
 
 // Visits logical bytes [off, off + n) of tiled tensor t whose storage is `phys`, piece by
-// piece: plain(p, len) for a stretch stored as it is (phys + p holds logical byte p), and
-// grouped(g, p, len) for part [p, p + len) of the whole group starting at byte g.
-template <class Plain, class Grouped>
-void for_pieces(const tensor* t, std::size_t off, std::size_t n, Plain&& plain, Grouped&& grouped) {
+// piece: whole(g, geo) for a whole group starting at byte g, which converts it directly, and
+// bytes(at, p, len) for every other piece, `at` holding its logical bytes [p, p + len) in
+// order: phys + p for a stretch stored as it is; for part of a group, the group's rows
+// untiled into scratch (and tiled back afterwards when Store).
+template <bool Store, class Phys, class Bytes, class Whole>
+void for_pieces(const tensor* t, Phys* phys, std::size_t off, std::size_t n, Bytes&& bytes, Whole&& whole) {
   const geometry geo(t);
+  std::vector<unsigned char> tmp;
   std::size_t pos = off;
   const std::size_t end = off + n;
   while (pos < end) {
     const std::size_t slab0 = geo.slab ? pos / geo.slab * geo.slab : 0, in = pos - slab0;
     if (in >= geo.full) {
       const std::size_t len = std::min(end, slab0 + geo.slab) - pos;
-      plain(pos, len);
+      bytes(phys + pos, pos, len);
       pos += len;
       continue;
     }
     const std::size_t g = slab0 + in / geo.group * geo.group, len = std::min(end, g + geo.group) - pos;
-    grouped(g, pos, len);
+    if (len == geo.group) {
+      whole(g, geo);
+    } else {
+      tmp.resize(geo.group);
+      untile_group(phys + g, tmp.data(), geo.nb, geo.u);
+      bytes(tmp.data() + (pos - g), pos, len);
+      if constexpr (Store) tile_group(tmp.data(), phys + g, geo.nb, geo.u);
+    }
     pos += len;
   }
 }
 
 // Logical bytes [off, off + n) of tiled tensor t (storage phys) := src / -> dst / := value.
 inline void write(const tensor* t, unsigned char* phys, const unsigned char* src, std::size_t off, std::size_t n) {
-  const geometry geo(t);
-  std::vector<unsigned char> tmp;
-  for_pieces(
-      t, off, n, [&](std::size_t p, std::size_t len) { std::memcpy(phys + p, src + (p - off), len); },
-      [&](std::size_t g, std::size_t p, std::size_t len) {
-        if (len == geo.group) return tile_group(src + (p - off), phys + g, geo.nb, geo.u);
-        tmp.resize(geo.group);
-        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
-        std::memcpy(tmp.data() + (p - g), src + (p - off), len);
-        tile_group(tmp.data(), phys + g, geo.nb, geo.u);
-      });
+  for_pieces<true>(
+      t, phys, off, n,
+      [&](unsigned char* at, std::size_t p, std::size_t len) { std::memcpy(at, src + (p - off), len); },
+      [&](std::size_t g, const geometry& geo) { tile_group(src + (g - off), phys + g, geo.nb, geo.u); });
 }
 inline void read(const tensor* t, const unsigned char* phys, unsigned char* dst, std::size_t off, std::size_t n) {
-  const geometry geo(t);
-  std::vector<unsigned char> tmp;
-  for_pieces(
-      t, off, n, [&](std::size_t p, std::size_t len) { std::memcpy(dst + (p - off), phys + p, len); },
-      [&](std::size_t g, std::size_t p, std::size_t len) {
-        if (len == geo.group) return untile_group(phys + g, dst + (p - off), geo.nb, geo.u);
-        tmp.resize(geo.group);
-        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
-        std::memcpy(dst + (p - off), tmp.data() + (p - g), len);
-      });
+  for_pieces<false>(
+      t, phys, off, n,
+      [&](const unsigned char* at, std::size_t p, std::size_t len) { std::memcpy(dst + (p - off), at, len); },
+      [&](std::size_t g, const geometry& geo) { untile_group(phys + g, dst + (g - off), geo.nb, geo.u); });
 }
 inline void fill(const tensor* t, unsigned char* phys, std::uint8_t value, std::size_t off, std::size_t n) {
-  const geometry geo(t);
-  std::vector<unsigned char> tmp;
-  for_pieces(
-      t, off, n, [&](std::size_t p, std::size_t len) { std::memset(phys + p, value, len); },
-      [&](std::size_t g, std::size_t p, std::size_t len) {
-        if (len == geo.group) return (void)std::memset(phys + g, value, len);  // every unit the same bytes
-        tmp.resize(geo.group);
-        untile_group(phys + g, tmp.data(), geo.nb, geo.u);
-        std::memset(tmp.data() + (p - g), value, len);
-        tile_group(tmp.data(), phys + g, geo.nb, geo.u);
+  for_pieces<true>(
+      t, phys, off, n, [&](unsigned char* at, std::size_t, std::size_t len) { std::memset(at, value, len); },
+      [&](std::size_t g, const geometry& geo) {
+        std::memset(phys + g, value, geo.group);  // a whole group: every unit the same bytes, in any order
       });
 }
 
