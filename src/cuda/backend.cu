@@ -192,6 +192,10 @@ class cuda_backend final : public backend {
   }
   void graph_compute(const graph& g) override {
     GK_CUDA_CHECK(cudaSetDevice(device_));
+    // encoded activations are claimed within one graph (exec::claim): what other backends
+    // or the caller wrote between graphs is unseen here
+    x_.drop_claims();
+    const bool by_address = claims_by_address();
     for (tensor* n : g.nodes()) {
       const family f = family_of(n->op);
       if (f == family::skip || n->is_empty()) continue;
@@ -200,9 +204,12 @@ class cuda_backend final : public backend {
       try {
         family_run(f, n, x_);
       } catch (const error& e) {
+        x_.drop_claims();
         throw error(std::string(e.what()) + " [node " + describe(n) + "]");
       }
+      x_.wrote(n, by_address);
     }
+    x_.drop_claims();
     GK_CUDA_CHECK(cudaStreamSynchronize(x_.stream));
   }
   void synchronize() override { GK_CUDA_CHECK(cudaStreamSynchronize(x_.stream)); }

@@ -61,11 +61,90 @@ struct exec {
     if (scratch_) cudaFreeAsync(scratch_, stream);
     scratch_ = nullptr;
     scratch_size_ = 0;
+    for (act_claim& c : claims_) {
+      if (c.buf) cudaFreeAsync(c.buf, stream);
+      c = act_claim{};
+    }
+  }
+
+  // ---- encoded activations kept across nodes (matmul.cu) ----
+  // A mul_mat that encodes its source's columns to 8-bit blocks (matvec_q8's layout) claims
+  // them for the nodes after it that multiply the same source by other weights (q/k/v,
+  // gate/up). A claim names the source tensor as well as its address: the graph allocator
+  // hands one address to many tensors over an execution, so an address alone could name
+  // another tensor's encoding. The backend drops every claim when a graph starts and ends,
+  // and a claim as soon as a node writes any byte its source spans (wrote).
+  //
+  // The buffer holding src's columns encoded to enc (kp values a column), or null.
+  // by_address: the planted control (test_cuda_matmul): the naive claim, keyed by address
+  // alone and kept across writes.
+  const void* claimed(const tensor* src, type enc, std::int64_t kp, bool by_address = false) const {
+    for (const act_claim& c : claims_)
+      if (c.data && c.data == src->data && (by_address || c.src == src) && c.enc == enc && c.kp == kp) return c.buf;
+    return nullptr;
+  }
+  // A buffer of `bytes` for src's columns encoded to enc; the claim holds from here (the
+  // encoder writing it is next in stream order). One claim per encoding: a new one
+  // replaces the last of its encoding.
+  void* claim(const tensor* src, type enc, std::int64_t kp, std::size_t bytes) {
+    act_claim* c = nullptr;
+    for (act_claim& e : claims_)  // its encoding's buffer, else an unused one, else in turn
+      if (e.buf && e.enc == enc) c = &e;
+    for (act_claim& e : claims_)
+      if (!c && !e.buf) c = &e;
+    if (!c) c = &claims_[next_++ % 3];
+    if (bytes > c->cap) {
+      if (c->buf) GK_CUDA_CHECK(cudaFreeAsync(c->buf, stream));
+      c->buf = nullptr;
+      c->cap = 0;
+      GK_CUDA_CHECK(cudaMallocAsync(&c->buf, bytes, stream));
+      c->cap = bytes;
+    }
+    c->src = src;
+    c->data = src->data;
+    c->lo = reinterpret_cast<std::uintptr_t>(src->data);
+    c->hi = c->lo + src->nbytes();
+    c->enc = enc;
+    c->kp = kp;
+    return c->buf;
+  }
+  // node has run: drop the claims on any byte it wrote (unless by_address, the control)
+  void wrote(const tensor* node, bool by_address = false) {
+    last_ = node;
+    if (by_address) return;
+    const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(node->data), hi = lo + node->nbytes();
+    for (act_claim& c : claims_)
+      if (c.data && lo < c.hi && c.lo < hi) c.data = nullptr, c.src = nullptr;
+  }
+  void drop_claims() {
+    for (act_claim& c : claims_) c.data = nullptr, c.src = nullptr;
+    last_ = nullptr;
+  }
+  // True when the node run last in this graph wrote none of t's bytes: its last kernel, the
+  // one before the next launch in the stream, leaves t as it was (every kernel of a node
+  // writes only the node's output and scratch, which holds no tensor).
+  bool last_spares(const tensor* t) const {
+    if (!last_) return false;
+    const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(last_->data), hi = lo + last_->nbytes();
+    const std::uintptr_t tlo = reinterpret_cast<std::uintptr_t>(t->data), thi = tlo + t->nbytes();
+    return hi <= tlo || thi <= lo;
   }
 
  private:
+  struct act_claim {
+    const tensor* src = nullptr;
+    const void* data = nullptr;  // null: no claim (the buffer stays for the next)
+    std::uintptr_t lo = 0, hi = 0;
+    type enc = type::f32;
+    std::int64_t kp = 0;
+    void* buf = nullptr;
+    std::size_t cap = 0;
+  };
   void* scratch_ = nullptr;
   std::size_t scratch_size_ = 0;
+  act_claim claims_[3];  // one per activation encoding (q8_0, q8_1, q8_K)
+  unsigned next_ = 0;
+  const tensor* last_ = nullptr;  // the node run last in this graph (wrote)
 };
 
 // A tensor's geometry by value, for kernel arguments: strides in bytes.

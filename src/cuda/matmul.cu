@@ -14,7 +14,10 @@
 //     activations encoded once per node to W::dot_type, integer dots by __dp4a and the
 //     CPU's float operations per block, so it reproduces the CPU's dot_row up to the order
 //     in which block terms are added. GK_CUDA_MATMUL=matvec_f (matmul_set_path(3)) takes
-//     the float mat-vec below instead, kept as the second opinion the tests run.
+//     the float mat-vec below instead, kept as the second opinion the tests run. The
+//     encoded columns of mul_mat's source are claimed (common.cuh, exec::claim) for the
+//     later mul_mats of the same tensor in the graph (q/k/v, gate/up), which skip the
+//     encoder; GK_CUDA_ACT_CLAIMS=0 encodes every node's own.
 //   - matvec_q<W, NC> (block formats, matvec_f only) and matvec_f<W, NC> (f32/f16/bf16
 //     with aligned rows): the float N <= 8 decode path, laid out as matvec but reading the weight 16 bytes
 //     at a time (matvec_q: cp.async into shared memory, double-buffered; matvec_f:
@@ -73,6 +76,18 @@ int path_override() {
   return p;
 }
 int g_path = -1;
+
+// GK_CUDA_ACT_CLAIMS=0: every mul_mat encodes its own columns (for measuring).
+bool claims_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("GK_CUDA_ACT_CLAIMS");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+// The planted control of test_cuda_matmul (matvec_q8_plant): 5 keys claims by address alone
+// and keeps them across writes (the naive claim the regression test must catch).
+int g_claim_plant = 0;
 
 // the column description and helpers shared with matvec_q8.cu (matvec.cuh)
 using mv::mm_args;
@@ -908,12 +923,26 @@ void run_matmul(const tensor* node, exec& x) {
     p.x_nb2 = s.nb2;
     p.x_nb3 = s.nb3;
   }
+  // mul_mat's encoded columns outlive the node (exec::claim): the next mul_mat of b by a
+  // weight with the same activation format reads them instead of encoding again
+  const bool keep = q8 && !ids && path != 1 && claims_on();
+  const type enc = keep ? matvec_q8_act(W::id) : type::f32;
+  if (const void* have = keep ? x.claimed(b, enc, p.kp, g_claim_plant == 5) : nullptr) {
+    const q8::act_cols cols = matvec_q8_cols(W::id, p, have);
+    if (mmq) {
+      const std::size_t mmq_bytes = mmq_scratch(W::id, p);
+      return mmq_run(W::id, p, cols, mmq_bytes ? x.scratch(mmq_bytes) : nullptr, x);
+    }
+    return matvec_q8_apply(W::id, p, cols, x.last_spares(a), x);
+  }
   // one scratch hand-out for the node: staged f32 columns, then matvec_q8's encoded ones
+  // (unless claimed), then mmq's
   const std::size_t staged_bytes = direct ? 0 : (static_cast<std::size_t>(p.ncols * p.kp) * sizeof(float) + 15) / 16 * 16;
-  const std::size_t act_bytes = q8 ? matvec_q8_scratch(W::id, p) : 0;
+  const std::size_t act_bytes = q8 && !keep ? matvec_q8_scratch(W::id, p) : 0;
   const std::size_t mmq_bytes = mmq ? mmq_scratch(W::id, p) : 0;
   const std::size_t all_bytes = staged_bytes + act_bytes + mmq_bytes;
   char* scratch = all_bytes ? static_cast<char*>(x.scratch(all_bytes)) : nullptr;
+  char* act = keep ? static_cast<char*>(x.claim(b, enc, p.kp, matvec_q8_scratch(W::id, p))) : scratch + staged_bytes;
   if (!direct) {
     float* staged = reinterpret_cast<float*>(scratch);
     s.out = staged;
@@ -930,7 +959,7 @@ void run_matmul(const tensor* node, exec& x) {
   }
   if (mmq) {
     q8::act_cols cols{};
-    matvec_q8_encode(W::id, p, scratch + staged_bytes, cols, x);
+    matvec_q8_encode(W::id, p, act, cols, x);
     return mmq_run(W::id, p, cols, mmq_bytes ? scratch + staged_bytes + act_bytes : nullptr, x);
   }
   if constexpr (W::id != type::f32 && W::id != type::bf16) {
@@ -941,7 +970,7 @@ void run_matmul(const tensor* node, exec& x) {
       return;
     }
   }
-  if (q8) return matvec_q8_run(W::id, p, scratch + staged_bytes, x);
+  if (q8) return matvec_q8_run(W::id, p, act, x);
   if (per_slab == 1) return launch_matvec<W, 1>(p, slabs, x);
   if (per_slab == 2) return launch_matvec<W, 2>(p, slabs, x);
   if (per_slab <= 4) return launch_matvec<W, 4>(p, slabs, x);
@@ -985,6 +1014,9 @@ bool f32_rows(const tensor* t) { return t->type == type::f32 && t->nb[0] == size
 // where it serves the format), 3 the float mat-vec for every N. Not thread-safe; set it
 // between graph computes.
 void matmul_set_path(int path) { g_path = path; }
+
+void matmul_claim_plant(int control) { g_claim_plant = control; }
+bool claims_by_address() { return g_claim_plant == 5; }
 
 bool matmul_supports(const tensor* n) {
   const tensor* a = n->src[0];

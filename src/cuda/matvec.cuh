@@ -146,6 +146,15 @@ std::size_t matvec_q8_scratch(type w, const mv::mm_args& p);
 void matvec_q8_run(type w, const mv::mm_args& p, void* act, exec& x);
 // Only the encoding of matvec_q8_run: p's columns into act, their layout into cols.
 void matvec_q8_encode(type w, const mv::mm_args& p, void* act, q8::act_cols& cols, exec& x);
+// The activation format w's columns are encoded to (q8_0, q8_1 or q8_K; f32 if none).
+type matvec_q8_act(type w);
+// The layout of p's columns already encoded in act (by matvec_q8_encode, for an earlier
+// node: exec::claimed).
+q8::act_cols matvec_q8_cols(type w, const mv::mm_args& p, const void* act);
+// Only the mat-vec of matvec_q8_run, on encoded columns. early: the kernel just before it
+// in the stream writes none of the weight bytes (programmatic dependent launch may then
+// overlap the two).
+void matvec_q8_apply(type w, const mv::mm_args& p, const q8::act_cols& cols, bool early, exec& x);
 
 // ---- the int8 tensor-core prompt path (mmq.cu) ----
 // Mul_mat or mul_mat_id of a format matvec_q8 serves, on columns encoded by

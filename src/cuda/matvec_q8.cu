@@ -540,8 +540,11 @@ int env_int(const char* name, int fallback) {
   return e && *e ? std::atoi(e) : fallback;
 }
 
+// early: the kernel before it in the stream writes none of the weight bytes (encode_act, or
+// a node whose output is elsewhere), so the weights may be read before it ends; otherwise
+// (it might have written them: a quantized KV cache) the launch is plainly ordered.
 template <class W, int R>
-void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
+void launch_wide(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
   static const bool pdl = env_int("GK_CUDA_PDL", 1) != 0;
   // as many blocks as fit on the device at once (per device: the count is the same for
   // every device of one architecture, and a process rarely mixes them)
@@ -562,18 +565,18 @@ void launch_wide(const mm_args& p, const q8::act_cols& a, exec& x) {
   at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   at[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = at;
-  cfg.numAttrs = pdl && x.props.cc >= 90 ? 1 : 0;
+  cfg.numAttrs = pdl && early && x.props.cc >= 90 ? 1 : 0;
   GK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_wide<W, R>, p, a, g_plant));
 }
 
 template <class W, int NC>
-void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, exec& x) {
+void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups, bool early, exec& x) {
   if constexpr (NC == 1 && q8::has_wide<W>) {
     static const int wide = env_int("GK_CUDA_MQ_WIDE", 1), rows = env_int("GK_CUDA_MQ_R", 2);
     const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
     if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % 256 == 0) {
-      if (rows == 1) return launch_wide<W, 1>(p, a, x);
-      return launch_wide<W, 2>(p, a, x);
+      if (rows == 1) return launch_wide<W, 1>(p, a, early, x);
+      return launch_wide<W, 2>(p, a, early, x);
     }
   }
   if constexpr (NC == 1) {
@@ -593,16 +596,26 @@ void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups,
 }
 
 template <class W>
+void apply(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
+  const std::int64_t per_slab = p.ids ? 1 : p.n, slabs = p.ncols / per_slab;
+  if (per_slab == 1) return launch_matvec<W, 1>(p, a, slabs, early, x);
+  if (per_slab == 2) return launch_matvec<W, 2>(p, a, slabs, early, x);
+  if (per_slab <= 4) return launch_matvec<W, 4>(p, a, slabs, early, x);
+  launch_matvec<W, 8>(p, a, slabs * ((per_slab + 7) / 8), early, x);
+}
+
+template <class A>
+q8::act_cols cols_of(const mm_args& p, const void* act) {
+  const act_layout l = layout_of<A>(p.kp);
+  return q8::act_cols{static_cast<const char*>(act), l.col_stride, l.d_off, l.bs_off};
+}
+
+template <class W>
 void run(const mm_args& p, void* act, exec& x) {
   using A = typename W::dot_type;
   const act_layout l = layout_of<A>(p.kp);
   launch_encode<A>(p, static_cast<char*>(act), l, false, l.col_stride, x.stream);
-  const q8::act_cols a{static_cast<const char*>(act), l.col_stride, l.d_off, l.bs_off};
-  const std::int64_t per_slab = p.ids ? 1 : p.n, slabs = p.ncols / per_slab;
-  if (per_slab == 1) return launch_matvec<W, 1>(p, a, slabs, x);
-  if (per_slab == 2) return launch_matvec<W, 2>(p, a, slabs, x);
-  if (per_slab <= 4) return launch_matvec<W, 4>(p, a, slabs, x);
-  launch_matvec<W, 8>(p, a, slabs * ((per_slab + 7) / 8), x);
+  apply<W>(p, cols_of<A>(p, act), true, x);
 }
 
 }  // namespace
@@ -622,16 +635,42 @@ std::size_t matvec_q8_scratch(type w, const mm_args& p) {
   return bytes;
 }
 
+type matvec_q8_act(type w) {
+  type a = type::f32;
+  formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) a = W::dot_type::id;
+  });
+  return a;
+}
+
 void matvec_q8_encode(type w, const mm_args& p, void* act, q8::act_cols& cols, exec& x) {
   const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
     if constexpr (q8::has_q8dot<W>) {
       using A = typename W::dot_type;
       const act_layout l = layout_of<A>(p.kp);
       launch_encode<A>(p, static_cast<char*>(act), l, false, l.col_stride, x.stream);
-      cols = q8::act_cols{static_cast<const char*>(act), l.col_stride, l.d_off, l.bs_off};
+      cols = cols_of<A>(p, act);
     } else {
       throw error("gk: CUDA: matvec_q8 has no block dot for " + std::string(gk::name(w)));
     }
+  });
+  if (!done) throw error("gk: CUDA: matvec_q8: unknown weight type");
+}
+
+q8::act_cols matvec_q8_cols(type w, const mm_args& p, const void* act) {
+  q8::act_cols cols{};
+  const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) cols = cols_of<typename W::dot_type>(p, act);
+    else throw error("gk: CUDA: matvec_q8 has no block dot for " + std::string(gk::name(w)));
+  });
+  if (!done) throw error("gk: CUDA: matvec_q8: unknown weight type");
+  return cols;
+}
+
+void matvec_q8_apply(type w, const mm_args& p, const q8::act_cols& cols, bool early, exec& x) {
+  const bool done = formats::visit(w, [&]<class W>(std::type_identity<W>) {
+    if constexpr (q8::has_q8dot<W>) apply<W>(p, cols, early, x);
+    else throw error("gk: CUDA: matvec_q8 has no block dot for " + std::string(gk::name(w)));
   });
   if (!done) throw error("gk: CUDA: matvec_q8: unknown weight type");
 }
@@ -648,10 +687,12 @@ void matvec_q8_run(type w, const mm_args& p, void* act, exec& x) {
 
 // The planted controls: 0 none, 1 the encoder truncates, 2 the mat-vec drops each row's last
 // block. Not thread-safe; set between graph computes.
-void mmq_plant(int control);  // mmq.cu
+void mmq_plant(int control);           // mmq.cu
+void matmul_claim_plant(int control);  // matmul.cu
 void matvec_q8_plant(int control) {
   g_plant = control;
   mmq_plant(control);
+  matmul_claim_plant(control);
 }
 
 // rows x k floats (host) encoded on device 0 by encode_act into act's (q8_0, q8_1, q8_K)

@@ -33,5 +33,8 @@ void attn_run(const tensor* node, exec& x);
 // matmul.cu: mul_mat mul_mat_id get_rows (weights in every format gk decodes)
 bool matmul_supports(const tensor* node);
 void matmul_run(const tensor* node, exec& x);
+// the planted control of the encoded-activation claims (exec::claimed): true keys them by
+// address alone and keeps them across writes (test_cuda_matmul, matvec_q8_plant(5))
+bool claims_by_address();
 
 }  // namespace gk::cuda

@@ -46,7 +46,8 @@ void matmul_set_path(int path);  // matmul.cu: 0 auto, 1 reference, 2 matvec for
 bool matvec_q8_serves(gk::type w);  // matvec_q8.cu: w has a dp4a block dot
 // matvec_q8.cu: 1 the encoder truncates, 2 each row's last block dropped, 3 mul_mat_id's
 // int8 prompt path leaves each expert's last column out (mmq.cu), 4 mmq.cu's weights
-// unpacked first take each row's first chunk's fields (its scales) from the second
+// unpacked first take each row's first chunk's fields (its scales) from the second, 5
+// encoded-activation claims keyed by address alone and kept across writes (matmul.cu)
 void matvec_q8_plant(int control);
 // mmq.cu: 0 never unpacks mul_mat's weights once before the int8 prompt kernel, 1 always
 // where it may (the formats that measured faster so), -1 as GK_CUDA_MMQ_PRE says (unset:
@@ -630,6 +631,89 @@ TEST_CASE("cuda matvec_q8: device-encoded activations equal the CPU's encode_row
   encoders_equal_cpu();
 }
 
+// The encoded-activation claims (common.cuh, exec::claim): one graph on the device,
+//   h1 = x * 2;  y1 = w1 h1;  y1b = w1' h1 (w1' the same bytes as w1: reads h1's claim);
+//   h2 = x * -0.5 (placed by the allocator on h1's storage, released after y1b);
+//   y2 = w2 h2 (w2 another format with w1's activation format);
+// computed with h1 free to be reused and again with h1 pinned (flag_output: nothing placed
+// on it). Every output must be bit-equal between the two runs, and y1b equal to y1. Returns
+// the number of differing outputs; REQUIREs that the first run did share the address.
+template <class W1, class W2>
+int claim_mismatches(std::int64_t k, std::int64_t m, std::int64_t n) {
+  auto run = [&](bool pin_h1) {
+    gk::context ctx{gk::context_params{64u << 20, nullptr, true}};
+    gk::tensor* w1 = ctx.new_tensor_2d(W1::id, k, m);
+    gk::tensor* w1b = ctx.new_tensor_2d(W1::id, k, m);
+    gk::tensor* w2 = ctx.new_tensor_2d(W2::id, k, m);
+    gk::tensor* x = ctx.new_tensor_2d(type::f32, k, n);
+    x->flags |= gk::flag_input;
+    gk::tensor* h1 = gk::scale(ctx, x, 2.0f);
+    if (pin_h1) h1->flags |= gk::flag_output;
+    gk::tensor* y1 = gk::mul_mat(ctx, w1, h1);
+    gk::tensor* y1b = gk::mul_mat(ctx, w1b, h1);
+    gk::tensor* h2 = gk::scale(ctx, x, -0.5f);
+    gk::tensor* y2 = gk::mul_mat(ctx, w2, h2);
+    gk::graph g;
+    for (gk::tensor* y : {y1, y1b, y2}) {
+      y->flags |= gk::flag_output;
+      g.build_forward_expand(y);
+    }
+    gk::buffer_type& dm = gk::cuda::device_buffer_type(0);
+    const auto pad = [&](gk::tensor* t) { return (dm.alloc_size(t) + dm.alignment() - 1) / dm.alignment() * dm.alignment(); };
+    auto buf = dm.alloc_buffer(pad(w1) + pad(w1b) + pad(w2) + pad(x));
+    std::size_t off = 0;
+    for (gk::tensor* t : {w1, w1b, w2, x}) {
+      buf->init_tensor(t, off);
+      off += pad(t);
+    }
+    const auto& b1 = weight_bytes(W1::id, k, m);
+    const auto& b2 = weight_bytes(W2::id, k, m);
+    buf->set_tensor(w1, b1.data(), 0, b1.size());
+    buf->set_tensor(w1b, b1.data(), 0, b1.size());
+    buf->set_tensor(w2, b2.data(), 0, b2.size());
+    std::vector<float> xs(static_cast<std::size_t>(k * n));
+    std::mt19937 rng(static_cast<unsigned>(k + n));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& v : xs) v = u(rng);
+    buf->set_tensor(x, xs.data(), 0, xs.size() * sizeof(float));
+    gk::cpu_backend cpu(2);
+    gk::sched s({&gk_cuda_test::cuda_backend(), &cpu});
+    s.alloc_graph(g);
+    for (gk::tensor* t : {h1, y1, y1b, h2, y2}) REQUIRE(s.backend_of(t) == &gk_cuda_test::cuda_backend());
+    if (pin_h1) REQUIRE(h1->data != h2->data);
+    else REQUIRE(h1->data == h2->data);  // else this case tests nothing
+    s.compute(g);
+    std::vector<float> out;
+    for (gk::tensor* y : {y1, y1b, y2}) {
+      std::vector<float> v(static_cast<std::size_t>(m * n));
+      gk::buffer_of(y)->get_tensor(y, v.data(), 0, v.size() * sizeof(float));
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  const std::vector<float> shared = run(false), pinned = run(true);
+  const std::size_t per = static_cast<std::size_t>(m * n);
+  int bad = 0;
+  for (std::size_t i = 0; i < shared.size(); ++i)
+    if (std::memcmp(&shared[i], &pinned[i], sizeof(float)) != 0 && bad++ < 3)
+      UNSCOPED_INFO("output " << i % per << " of y" << (i / per == 0 ? "1" : i / per == 1 ? "1b" : "2") << ": "
+                              << shared[i] << " with h1's storage reused, " << pinned[i] << " with h1 pinned");
+  for (std::size_t i = 0; i < per; ++i)
+    if (std::memcmp(&shared[i], &shared[per + i], sizeof(float)) != 0 && bad++ < 3)
+      UNSCOPED_INFO("output " << i << ": y1 " << shared[i] << ", y1b " << shared[per + i] << " (the same weight bytes)");
+  return bad;
+}
+
+TEST_CASE("cuda mul_mat: encoded activations claimed by tensor, not address (one graph, h1 reused and pinned)",
+          "[cuda][matmul][q8]") {
+  namespace F = gk::formats;
+  for (std::int64_t n : {1, 3, 20}) {  // the wide mat-vec, matvec_q8, the int8 prompt path
+    INFO("n " << n);
+    CHECK(claim_mismatches<F::q4_0, F::q8_0>(4096, 67, n) == 0);
+    CHECK(claim_mismatches<F::q4_K, F::q6_K>(512, 67, n) == 0);
+  }
+}
+
 // Planted controls: each must fail when run on purpose (test_cuda_matmul "[control]").
 TEST_CASE("cuda matvec_q8 control: an encoder that truncates must fail the byte and CPU checks", "[.control]") {
   gk::cuda::matvec_q8_plant(1);
@@ -656,6 +740,12 @@ TEST_CASE("cuda mmq control: weights unpacked first with a chunk's scales from t
   CHECK(mmq_mismatches<gk::formats::q8_0>(160, 67, 20, 1) == 0);
   CHECK(mmq_mismatches<gk::formats::q6_K>(512, 67, 130, 1) == 0);
   gk::cuda::mmq_pre_mode(-1);
+  gk::cuda::matvec_q8_plant(0);
+}
+TEST_CASE("cuda matvec_q8 control: claims keyed by address alone, kept across writes, must fail", "[.control]") {
+  gk::cuda::matvec_q8_plant(5);
+  CHECK(claim_mismatches<gk::formats::q4_0, gk::formats::q8_0>(4096, 67, 1) == 0);
+  CHECK(claim_mismatches<gk::formats::q4_K, gk::formats::q6_K>(512, 67, 20) == 0);
   gk::cuda::matvec_q8_plant(0);
 }
 TEST_CASE("cuda mmq control: mul_mat_id grouping that leaves out each expert's last column must fail", "[.control]") {
