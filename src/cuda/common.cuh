@@ -15,7 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "gk/core/error.hpp"
 #include "gk/tensor.hpp"
@@ -30,6 +32,24 @@ inline void check(cudaError_t e, const char* what, const char* file, int line) {
 #define GK_CUDA_CHECK(expr) ::gk::cuda::check((expr), #expr, __FILE__, __LINE__)
 // after every launch
 #define GK_CUDA_LAUNCHED() ::gk::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+// Programmatic dependent launch (compute capability 9.0 and newer). A kernel launched with
+// pdl_launch() may start before the kernel ahead of it in the stream ends, once that one's
+// blocks have all run pdl_launch_dependents() or exited. Before pdl_wait() it may read only
+// what the kernel ahead cannot write (weights: no kernel writes them, which the launching
+// host code checks against the node before) and write nothing; pdl_wait() returns when the
+// kernel ahead has ended and its writes are visible. Elsewhere both are no-ops and the
+// launches are plainly ordered.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 // Per-device facts kernels size their launches by.
 struct device_props {
@@ -146,6 +166,27 @@ struct exec {
   unsigned next_ = 0;
   const tensor* last_ = nullptr;  // the node run last in this graph (wrote)
 };
+
+// Launches k<<<grid, block, smem, x.stream>>>(args...), with programmatic stream
+// serialization when pdl (and compute capability 9.0+; GK_CUDA_PDL=0 never).
+template <class... P, class... A>
+void pdl_launch(void (*k)(P...), dim3 grid, dim3 block, std::size_t smem, bool pdl, const exec& x, A&&... args) {
+  static const bool on = [] {
+    const char* e = std::getenv("GK_CUDA_PDL");
+    return !(e && e[0] == '0' && !e[1]);
+  }();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = x.stream;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = pdl && on && x.props.cc >= 90 ? 1 : 0;
+  check(cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...), "cudaLaunchKernelEx", __FILE__, __LINE__);
+}
 
 // A tensor's geometry by value, for kernel arguments: strides in bytes.
 struct tview {

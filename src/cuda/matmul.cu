@@ -503,6 +503,11 @@ __global__ __launch_bounds__(mv_threads, 2) void matvec_q(mm_args p) {
 // copy took 30.2: the difference was the prologue, about ten 64-bit divisions (group, slab,
 // column) every block ran before its first load. mm_args::flat (one slab, no ids) skips them:
 // 32.4 us, and bench_cuda f16 / bf16 / f32 at M 14336 84 / 88 / 96% of the copy.
+// Launched early (pdl_launch) after a node that wrote none of the weight: the first weight
+// loads go out before pdl_wait, and a block whose loads are done lets the next kernel start.
+// bench_cuda N 1, GB/s at M 4096 / 14336, no PDL -> PDL -> and the trigger (one run each):
+// f16 2652 / 3712 -> 3023 / 3903 -> 3096 / 3911, bf16 2578 / 3689 -> 2898 / 3843 -> 2988 /
+// 3876, f32 3449 / 4195 -> 3667 / 4265 -> 3765 / 4276.
 // Needs 16-byte aligned rows and activation columns and k a whole number of vectors; the
 // host falls back to matvec otherwise.
 constexpr int mvf_warps = 8, mvf_threads = 32 * mvf_warps;
@@ -539,6 +544,7 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
   const std::int64_t row0 = blockIdx.x * static_cast<std::int64_t>(R);
   const mv::col_groups<NC> groups(p);
   const std::int64_t nv = p.k / E;  // vectors per row
+  bool waited = false;  // pdl_wait: before the first activation load and the first store
 
   for (std::int64_t g = blockIdx.y; g < groups.count; g += gridDim.y) {
     int nc;
@@ -578,6 +584,10 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
 #pragma unroll
           for (int r = 0; r < R; ++r) wv[u][r] = clamp || in ? __ldg(wr[r] + vu) : make_uint4(0u, 0u, 0u, 0u);
         }
+        if (!waited) {
+          pdl_wait();
+          waited = true;
+        }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const std::int64_t v = v0 + mvf_threads * u;
@@ -604,6 +614,11 @@ __global__ __launch_bounds__(mvf_threads) void matvec_f(mm_args p) {
         }
       }
     }
+    if (!waited) {
+      pdl_wait();
+      waited = true;
+    }
+    if (g + gridDim.y >= groups.count) pdl_launch_dependents();  // this block's loads are done
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -819,15 +834,16 @@ bool weight_format(type t) { return formats::visit(t, [](auto) {}); }
 
 // Raises a kernel's dynamic shared-memory limit once per device (a call costs about a
 // microsecond of host time, a whole node's worth at decode sizes).
+// early: the kernel ahead in the stream writes none of the weight's bytes (matvec_f may
+// then start before it ends, pdl_launch)
 template <class W, int NC>
-void launch_matvec(const mm_args& p, std::int64_t groups, exec& x) {
+void launch_matvec(const mm_args& p, std::int64_t groups, bool early, exec& x) {
   if constexpr (fmt::is_float<W>) {
     // staged columns are kp floats in aligned scratch; direct ones were checked by the caller
     const auto bits = reinterpret_cast<std::uintptr_t>(p.w) | static_cast<std::uintptr_t>(p.w_nb1 | p.w_nb2 | p.w_nb3);
     if (bits % 16 == 0 && p.k * static_cast<std::int64_t>(sizeof(typename W::block)) % 16 == 0) {
       const dim3 grid(blocks_for(p.m, mvf_rows<NC>()), grid_y(groups));
-      matvec_f<W, NC><<<grid, mvf_threads, 0, x.stream>>>(p);
-      GK_CUDA_LAUNCHED();
+      pdl_launch(matvec_f<W, NC>, grid, dim3(mvf_threads), 0, early, x, p);
       return;
     }
     constexpr std::size_t smem = mv_smem<NC>();
@@ -971,10 +987,13 @@ void run_matmul(const tensor* node, exec& x) {
     }
   }
   if (q8) return matvec_q8_run(W::id, p, act, x);
-  if (per_slab == 1) return launch_matvec<W, 1>(p, slabs, x);
-  if (per_slab == 2) return launch_matvec<W, 2>(p, slabs, x);
-  if (per_slab <= 4) return launch_matvec<W, 4>(p, slabs, x);
-  launch_matvec<W, 8>(p, slabs * ((per_slab + 7) / 8), x);
+  // the kernel ahead: stage_columns (writes scratch) or the last node's last one. mul_mat_id
+  // never starts early (its ids, read before pdl_wait, may be the last node's output).
+  const bool early = !ids && (!direct || x.last_spares(a));
+  if (per_slab == 1) return launch_matvec<W, 1>(p, slabs, early, x);
+  if (per_slab == 2) return launch_matvec<W, 2>(p, slabs, early, x);
+  if (per_slab <= 4) return launch_matvec<W, 4>(p, slabs, early, x);
+  launch_matvec<W, 8>(p, slabs * ((per_slab + 7) / 8), early, x);
 }
 
 template <class W>

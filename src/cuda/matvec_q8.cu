@@ -78,21 +78,9 @@ act_layout layout_of(std::int64_t kp) {
 
 // ---- encode_act --------------------------------------------------------------------------
 
-// Programmatic dependent launch (compute capability 9.0 and newer): the encoder lets the
-// mat-vec that follows it in the stream start before it ends; the mat-vec loads its first
-// weights (which no kernel still running writes: the encoder only writes the scratch
-// columns) and then waits for the encoder's grid to finish and its writes to be visible.
-// Elsewhere both are no-ops and the launches are plainly ordered.
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// Programmatic dependent launch (common.cuh): the encoder lets the mat-vec that follows it
+// in the stream start before it ends; the mat-vec loads its first weights (which no kernel
+// still running writes: the encoder only writes the scratch columns) and then waits.
 
 struct enc_args {
   mm_args p;              // columns: x_column(p, q), q < p.ncols, p.kp values each
@@ -376,10 +364,15 @@ __global__ __launch_bounds__(mq_threads, 2) void matvec_q8(mm_args p, q8::act_co
 // resident at once, and a warp walks its row groups (grid-stride) and their steps as one
 // flat sequence, loading task t + 1's weight words before dotting task t (two register
 // buffers used in turn), so every warp keeps a task's loads in flight from start to end,
-// across row groups too. The first task's loads go out before pdl_wait, while the encoder
-// still runs. A block's 4 lanes add their parts by shuffles and its first lane adds the
-// term to its row's sum; at a row group's last step the lanes' sums meet in a warp tree,
-// as in matvec_q8.
+// across row groups too. The first task's loads go out before pdl_wait, while the kernel
+// ahead (the encoder, or a node that wrote none of the weight) still runs; a warp whose
+// last loads are out lets the next kernel start (pdl_launch_dependents). A block's 4 lanes
+// add their parts by shuffles and its first lane adds the term to its row's sum; at a row
+// group's last step the lanes' sums meet in a warp tree, as in matvec_q8.
+// H200, bench_cuda N 1 (activations claimed, exec::claim), GB/s at M 4096 / 14336, no PDL
+// -> PDL after any node -> and the early trigger: q4_0 1341 / 2342 -> 1502 / 2449 -> 1670 /
+// 2578, q4_K 1289 / 2257 -> 1440 / 2377 -> 1587 / 2508, q2_K 849 / 1370 -> 1000 / 1445 ->
+// 1075 / 1532 (one run each).
 constexpr int mw_warps = 4, mw_threads = 32 * mw_warps;
 
 template <class W, int R>
@@ -443,6 +436,7 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
       const std::int64_t ng = last ? g + stride : g;
       const int ns = last ? 0 : s + 1;
       if (ng < groups) fetch(ng, ns, nxt);
+      else if (q + gridDim.y >= p.ncols) pdl_launch_dependents();  // this warp's last loads are out
       const int b = s * G + grp;
       const bool live = b < nb;
       const int bb = live ? b : 0;
@@ -531,8 +525,8 @@ bool matvec_q8_direct() {
 }
 
 // GK_CUDA_MQ_WIDE=0 keeps the chunk kernel for the formats with wide dots;
-// GK_CUDA_MQ_R=1|2 sets matvec_wide's rows a warp (default 2); GK_CUDA_PDL=0 launches
-// matvec_wide without programmatic dependent launch. For measuring. (Copying the next task's
+// GK_CUDA_MQ_R=1|2 sets matvec_wide's rows a warp (default 2); GK_CUDA_PDL=0 (common.cuh)
+// launches without programmatic dependent launch. For measuring. (Copying the next task's
 // buffer over the current one instead of using two in turn measured slower: q4_K / q5_K at
 // M 14336, 47 / 48% of the copy bandwidth -> 45 / 43%.)
 int env_int(const char* name, int fallback) {
@@ -545,7 +539,6 @@ int env_int(const char* name, int fallback) {
 // (it might have written them: a quantized KV cache) the launch is plainly ordered.
 template <class W, int R>
 void launch_wide(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
-  static const bool pdl = env_int("GK_CUDA_PDL", 1) != 0;
   // as many blocks as fit on the device at once (per device: the count is the same for
   // every device of one architecture, and a process rarely mixes them)
   static std::atomic<int> resident{0};
@@ -557,16 +550,8 @@ void launch_wide(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
   }
   const std::int64_t need = (p.m + mw_warps * R - 1) / (mw_warps * R);
   const std::int64_t cap = static_cast<std::int64_t>(per_sm) * (x.props.sm_count > 0 ? x.props.sm_count : 1);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(need < cap ? need : cap), mv::grid_y(p.ncols));
-  cfg.blockDim = dim3(mw_threads);
-  cfg.stream = x.stream;
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = at;
-  cfg.numAttrs = pdl && early && x.props.cc >= 90 ? 1 : 0;
-  GK_CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_wide<W, R>, p, a, g_plant));
+  pdl_launch(matvec_wide<W, R>, dim3(static_cast<unsigned>(need < cap ? need : cap), mv::grid_y(p.ncols)),
+             dim3(mw_threads), 0, early, x, p, a, g_plant);
 }
 
 template <class W, int NC>
