@@ -76,17 +76,20 @@ struct conv_args {
   void* out;
   int out_type;  // 0 f32, 1 f16, 30 bf16
 };
+// element o of out, of out_type (0 f32, 1 f16, 30 bf16: gk::type numbers; rounded to nearest even)
+__device__ __forceinline__ void store_converted(void* out, std::int64_t o, float v, int out_type) {
+  if (out_type == 0) static_cast<float*>(out)[o] = v;
+  else if (out_type == 1) static_cast<__half*>(out)[o] = __float2half_rn(v);
+  else static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16_rn(v);
+}
+
 __global__ __launch_bounds__(conv_threads) void convert_columns(conv_args a) {
   const std::int64_t q = blockIdx.y + static_cast<std::int64_t>(blockIdx.z) * gridDim.y;
   if (q >= a.cols) return;
   const std::int64_t i1 = q % a.n, s = q / a.n, i2 = s % a.ne12, i3 = s / a.ne12;
   const char* col = a.b + i1 * a.nb1 + i2 * a.nb2 + i3 * a.nb3;
   for (std::int64_t i = blockIdx.x * conv_threads + threadIdx.x; i < a.k; i += static_cast<std::int64_t>(gridDim.x) * conv_threads) {
-    const float v = load_float(col + i * a.nb0, a.type);
-    const std::int64_t o = q * a.k + i;
-    if (a.out_type == 0) static_cast<float*>(a.out)[o] = v;
-    else if (a.out_type == 1) static_cast<__half*>(a.out)[o] = __float2half_rn(v);
-    else static_cast<__nv_bfloat16*>(a.out)[o] = __float2bfloat16_rn(v);
+    store_converted(a.out, q * a.k + i, load_float(col + i * a.nb0, a.type), a.out_type);
   }
 }
 
@@ -182,11 +185,7 @@ __global__ __launch_bounds__(conv_threads) void gather_columns(const char* b, in
   if (q >= n) return;
   const char* col = b + cols[q].src;
   for (std::int64_t i = blockIdx.x * conv_threads + threadIdx.x; i < k; i += static_cast<std::int64_t>(gridDim.x) * conv_threads) {
-    const float v = load_float(col + i * nb0, type);
-    const std::int64_t o = q * k + i;
-    if (out_type == 0) static_cast<float*>(out)[o] = v;
-    else if (out_type == 1) static_cast<__half*>(out)[o] = __float2half_rn(v);
-    else static_cast<__nv_bfloat16*>(out)[o] = __float2bfloat16_rn(v);
+    store_converted(out, q * k + i, load_float(col + i * nb0, type), out_type);
   }
 }
 __global__ __launch_bounds__(conv_threads) void scatter_columns(const float* y, std::int64_t m, const id_col* cols,
