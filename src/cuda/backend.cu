@@ -108,6 +108,10 @@ device_props props_of(int device) {
   d.sm_count = p.multiProcessorCount;
   d.smem_per_block_optin = p.sharedMemPerBlockOptin;
   d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  cudaFuncAttributes fa{};
+  GK_CUDA_CHECK(cudaSetDevice(device));
+  GK_CUDA_CHECK(cudaFuncGetAttributes(&fa, probe_kernel));
+  d.ptx = fa.ptxVersion;
   return d;
 }
 

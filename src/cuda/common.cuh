@@ -58,6 +58,10 @@ struct device_props {
   int sm_count = 0;
   std::size_t smem_per_block_optin = 0;  // bytes a block may ask for after cudaFuncSetAttribute
   std::size_t l2_bytes = 0;
+  // the virtual architecture this library's code for the device came from (90 for
+  // compute_90): a build for several chips compiles them from the lowest one's PTX, and
+  // code from PTX below 9.0 has no griddepcontrol, so pdl_launch must not overlap it
+  int ptx = 0;
 };
 
 // The execution state a node's kernels run with. scratch() hands out device memory that
@@ -184,7 +188,7 @@ void pdl_launch(void (*k)(P...), dim3 grid, dim3 block, std::size_t smem, bool p
   at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   at[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = at;
-  cfg.numAttrs = pdl && on && x.props.cc >= 90 ? 1 : 0;
+  cfg.numAttrs = pdl && on && x.props.cc >= 90 && x.props.ptx >= 90 ? 1 : 0;
   check(cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...), "cudaLaunchKernelEx", __FILE__, __LINE__);
 }
 
