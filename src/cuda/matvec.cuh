@@ -101,6 +101,17 @@ __device__ __forceinline__ void copy_async(void* smem, const void* gmem) {
 #endif
 }
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) { copy_async<16>(smem, gmem); }
+// 16 bytes at smem: the n (1..16) bytes at gmem (16-byte aligned), then zeros; nothing past
+// gmem + n is read
+__device__ __forceinline__ void copy_async_zfill(void* smem, const void* gmem, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n));
+#else
+  std::memcpy(smem, gmem, static_cast<std::size_t>(n));
+  std::memset(static_cast<char*>(smem) + n, 0, static_cast<std::size_t>(16 - n));
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");

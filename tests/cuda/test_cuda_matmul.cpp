@@ -315,14 +315,19 @@ TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the tr
   });
 }
 
-// One column with k a multiple of 256 takes matvec_wide (matvec_q8.cu) for these formats;
-// 67 rows: a last row group of one row and a partial last grid-stride round.
+// One column with k a multiple of 256 takes matvec_stream (matvec_q8.cu) for these formats
+// when rows are 16-byte aligned, else matvec_wide: at k 2048 (8 groups of 256) every format
+// takes matvec_stream; at k 4352 (17 groups: a last step of one live group of eight) those
+// whose group is a multiple of 16 bytes (the 32-weight formats but mxfp4, q4_K, q5_K); at k
+// 256 and 512 fewer. 67 rows: a last row group of one row and a partial last grid-stride
+// round.
+// (GK_CUDA_MQ_STREAM=0 runs matvec_wide for them all.)
 TEST_CASE("cuda mul_mat: one column through the wide mat-vec, every format it serves", "[cuda][matmul][q8]") {
   for (type t : {type::q4_0, type::q4_1, type::q5_0, type::q5_1, type::q8_0, type::iq4_nl, type::mxfp4, type::nvfp4,
                  type::q4_K, type::q5_K, type::q6_K, type::q2_K, type::q3_K, type::iq4_xs, type::iq2_xxs,
                  type::iq3_s, type::iq3_xxs, type::iq2_xs, type::iq2_s, type::iq1_s, type::iq1_m,
                  type::tq1_0, type::tq2_0})
-    for (std::int64_t k : {256, 512, 4352}) {
+    for (std::int64_t k : {256, 512, 2048, 4352}) {
       const errors e = run_mul_mat(t, mm_shape{k, 67, 1});
       check(e, std::string(gk::name(t)) + " wide, k " + std::to_string(k), forced_matvec(t));
     }
