@@ -24,8 +24,9 @@ using namespace gk;
 
 namespace {
 
-const type tiled_types[] = {type::q4_0, type::q4_1, type::q8_0,  type::iq4_nl, type::q4_K,  type::q5_K,  type::iq4_xs,
-                            type::q2_K, type::q3_K, type::q6_K,  type::tq1_0,  type::tq2_0, type::iq2_s, type::iq3_s};
+const type tiled_types[] = {type::q4_0,  type::q4_1,  type::q5_0, type::q5_1,  type::q8_0,  type::iq4_nl,
+                            type::q4_K,  type::q5_K,  type::iq4_xs, type::q2_K, type::q3_K,  type::q6_K,
+                            type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s};
 // formats whose blocks go in 4-byte units throughout
 bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs; }
 // formats in 4-byte units but for their f16 scales at the end (2-byte units)
@@ -88,7 +89,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
     std::int64_t k, m, e;
   };
   for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
-                 type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s, type::q5_0, type::iq2_xs,
+                 type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s, type::q5_0, type::q5_1,
+                 type::iq2_xs, type::mxfp4,
                  type::f32})
     for (geo g0 : {geo{64, 16, 1}, geo{256, 37, 2}, geo{32, 5, 1}, geo{96, 48, 3}}) {
       const geo g{block_size(t) == 256 ? 8 * g0.k : g0.k, g0.m, g0.e};
@@ -108,12 +110,17 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
       // or iq4_xs block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
       // scales at the end, 2; iq2_s and iq3_s as the 32-weight formats, qs and all after it
       // in 4-byte units) is at group start + 16 i sizeof(block) + 16 o + r * unit size
-      const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || dword_units(t) ||
+      const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||
+                         t == type::iq4_nl || dword_units(t) ||
                          dword_units_but_scale(t) || t == type::iq2_s || t == type::iq3_s;
       CHECK(cpu::tiled::is_tiled(w) == tiled);
       const auto* phys = static_cast<const unsigned char*>(w->data);
       const std::size_t bs = type_size(t), rs = w->row_bytes();
-      const std::size_t qs_at = t == type::q4_1 ? 4 : dword_units(t) || dword_units_but_scale(t) ? 0 : 2;
+      const std::size_t qs_at = t == type::q4_1   ? 4
+                                : t == type::q5_0 ? 6
+                                : t == type::q5_1 ? 8
+                                : dword_units(t) || dword_units_but_scale(t) ? 0
+                                                                            : 2;
       const std::size_t qs_end = dword_units_but_scale(t) ? bs - (t == type::q2_K ? 4 : 2) : bs;
       const std::int64_t nb = g.k / block_size(t);
       std::size_t mismatched = 0, checked = 0;

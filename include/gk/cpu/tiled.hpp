@@ -3,8 +3,8 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q8_0, iq4_nl, q4_K, q5_K, iq4_xs,
-// q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q4_K, q5_K,
+// iq4_xs, q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
@@ -53,7 +53,8 @@ inline constexpr std::int64_t group_rows = 16;
 
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
-  return t == type::q4_0 || t == type::q4_1 || t == type::q8_0 || t == type::iq4_nl || t == type::q4_K ||
+  return t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||
+         t == type::iq4_nl || t == type::q4_K ||
          t == type::q5_K || t == type::iq4_xs || t == type::q2_K || t == type::q3_K || t == type::q6_K ||
          t == type::tq1_0 || t == type::tq2_0 || t == type::iq2_s || t == type::iq3_s;
 }
@@ -88,6 +89,8 @@ inline block_units units_of(type t) {
   switch (t) {
     case type::q4_0: return units_of<formats::q4_0>();
     case type::q4_1: return units_of<formats::q4_1>();
+    case type::q5_0: return units_of<formats::q5_0>();
+    case type::q5_1: return units_of<formats::q5_1>();
     case type::q8_0: return units_of<formats::q8_0>();
     case type::iq4_nl: return units_of<formats::iq4_nl>();
     case type::q4_K: return units_of<formats::q4_K>();

@@ -236,12 +236,24 @@ inline __mmask64 nibble_bits(__m512i spread, int first) {
 // q5_0 / q5_1: 16 added to the codes whose fifth bit is set (bit j of the little-endian
 // word qh is weight j's): byte b of dword k is weight 4k + b, bit 4 (k % 2) + b of qh's
 // byte k / 2.
-template <class B>
-inline void fifth_bits(const B* const* w, std::int64_t i, __m512i* q) {
-  const __m512i qh = dword_rows<offsetof(B, qh)>(w, i);
+// qh: lane r row r's qh word.
+inline void fifth_bits(__m512i qh, __m512i* q) {
 #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k)
     q[k] = _mm512_mask_add_epi8(q[k], nibble_bits(spread_byte(qh, k / 2), 4 * (k % 2)), q[k], _mm512_set1_epi8(16));
+}
+template <class B>
+inline void fifth_bits(const B* const* w, std::int64_t i, __m512i* q) {
+  fifth_bits(dword_rows<offsetof(B, qh)>(w, i), q);
+}
+// The qh words of a tiled block column (a field before qs: two 2-byte units, each as
+// sixteen rows' copies), lane r row r's.
+template <std::size_t at>
+inline __m512i qh_tiled(const unsigned char* col) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + kRows * at)));
+  const __m512i hi =
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col + kRows * (at + 2))));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
 // ---- the formats ------------------------------------------------------------------------
@@ -311,6 +323,12 @@ struct q5_0 : one_part<formats::q5_0, 16> {
     fifth_bits(w, i, u.q[0]);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
   }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+    fifth_bits(qh_tiled<offsetof(W::block, qh)>(col), u.q[0]);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+  }
   // dw * da * float(s)
   static __m512 term(__m512 s, const rows& u, __m512 da, __m512) { return _mm512_mul_ps(_mm512_mul_ps(u.d, da), s); }
 };
@@ -348,6 +366,13 @@ struct q5_1 : affine_part<formats::q5_1> {
     fifth_bits(w, i, u.q[0]);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
     u.m = f16_rows<offsetof(W::block, m)>(w, i);
+  }
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+    fifth_bits(qh_tiled<offsetof(W::block, qh)>(col), u.q[0]);
+    u.d = f16_tiled<offsetof(W::block, d)>(col);
+    u.m = f16_tiled<offsetof(W::block, m)>(col);
   }
 };
 
