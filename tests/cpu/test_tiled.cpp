@@ -11,6 +11,7 @@
 //    get_tensor, for any other reader; the runner alone refuses such a read.
 //  - Planted control: the weight's plain bytes written raw into CPU_TILED memory (no
 //    conversion) must give other numbers, so the equality above is not vacuous.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -24,11 +25,11 @@ using namespace gk;
 
 namespace {
 
-const type tiled_types[] = {type::q4_0,  type::q4_1,  type::q5_0, type::q5_1,  type::q8_0,  type::iq4_nl,
-                            type::q4_K,  type::q5_K,  type::iq4_xs, type::q2_K, type::q3_K,  type::q6_K,
-                            type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s};
+const type tiled_types[] = {type::q4_0, type::q4_1,  type::q5_0,  type::q5_1,  type::q8_0, type::iq4_nl,
+                            type::nvfp4, type::q4_K,  type::q5_K,  type::iq4_xs, type::q2_K, type::q3_K,
+                            type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s};
 // formats whose blocks go in 4-byte units throughout
-bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs; }
+bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs || t == type::nvfp4; }
 // formats in 4-byte units but for their f16 scales at the end (2-byte units)
 bool dword_units_but_scale(type t) {
   return t == type::q2_K || t == type::q3_K || t == type::q6_K || t == type::tq1_0 || t == type::tq2_0;
@@ -90,10 +91,10 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
   };
   for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
                  type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s, type::q5_0, type::q5_1,
-                 type::iq2_xs, type::mxfp4,
+                 type::nvfp4, type::iq2_xs, type::mxfp4,
                  type::f32})
     for (geo g0 : {geo{64, 16, 1}, geo{256, 37, 2}, geo{32, 5, 1}, geo{96, 48, 3}}) {
-      const geo g{block_size(t) == 256 ? 8 * g0.k : g0.k, g0.m, g0.e};
+      const geo g{g0.k * std::max<std::int64_t>(1, static_cast<std::int64_t>(block_size(t)) / 32), g0.m, g0.e};
       INFO(type_label(t) << " k " << g.k << " m " << g.m << " matrices " << g.e);
       context meta({1u << 20, nullptr, true});
       tensor* w = meta.new_tensor_3d(t, g.k, g.m, g.e);
@@ -106,8 +107,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
       REQUIRE(got == mirror);
 
       // the layout as cpu/tiled.hpp states it: in group q of matrix x, block i of row r, the
-      // unit at block offset o (2 bytes before qs, 4 from qs on; 4 throughout a q4_K, q5_K
-      // or iq4_xs block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
+      // unit at block offset o (2 bytes before qs, 4 from qs on; 4 throughout a q4_K, q5_K,
+      // iq4_xs or nvfp4 block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
       // scales at the end, 2; iq2_s and iq3_s as the 32-weight formats, qs and all after it
       // in 4-byte units) is at group start + 16 i sizeof(block) + 16 o + r * unit size
       const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||

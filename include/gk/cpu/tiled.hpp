@@ -3,14 +3,14 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q4_K, q5_K,
-// iq4_xs, q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, nvfp4, q4_K,
+// q5_K, iq4_xs, q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
 // column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
-// unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant
-// or iq4_xs block in 4-byte units throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 in 4-byte
+// unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant,
+// iq4_xs or nvfp4 block in 4-byte units throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 in 4-byte
 // units up to their f16 scales at the end, in 2-byte units; iq2_s and iq3_s: the f16 scale,
 // then 4-byte units) comes as sixteen consecutive copies, row 0's first:
 // unit at block offset o of row r goes to 16 o + r * unit size. So a q4_0 block column is
@@ -54,21 +54,21 @@ inline constexpr std::int64_t group_rows = 16;
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
   return t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||
-         t == type::iq4_nl || t == type::q4_K ||
+         t == type::iq4_nl || t == type::nvfp4 || t == type::q4_K ||
          t == type::q5_K || t == type::iq4_xs || t == type::q2_K || t == type::q3_K || t == type::q6_K ||
          t == type::tq1_0 || t == type::tq2_0 || t == type::iq2_s || t == type::iq3_s;
 }
 
 // A block's units: [0, qs_at) in 2-byte units, [qs_at, qs_end) in 4-byte units, [qs_end,
-// bytes) in 2-byte units. The 32-weight formats' f16 fields come before qs; a K-quant or
-// iq4_xs block is dwords throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 end with their f16
+// bytes) in 2-byte units. The 32-weight formats' f16 fields come before qs; a K-quant,
+// iq4_xs or nvfp4 block is dwords throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 end with their f16
 // scales (d, and q2_K's dmin after it); iq2_s and iq3_s start with theirs.
 struct block_units {
   std::size_t bytes, qs_at, qs_end;
 };
 template <class W>
 constexpr block_units units_of() {
-  if constexpr (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs) {
+  if constexpr (W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs || W::id == type::nvfp4) {
     static_assert(sizeof(typename W::block) % 4 == 0);
     return {sizeof(typename W::block), 0, sizeof(typename W::block)};
   } else if constexpr (W::id == type::q2_K || W::id == type::q3_K || W::id == type::q6_K || W::id == type::tq1_0 ||
@@ -91,6 +91,7 @@ inline block_units units_of(type t) {
     case type::q4_1: return units_of<formats::q4_1>();
     case type::q5_0: return units_of<formats::q5_0>();
     case type::q5_1: return units_of<formats::q5_1>();
+    case type::nvfp4: return units_of<formats::nvfp4>();
     case type::q8_0: return units_of<formats::q8_0>();
     case type::iq4_nl: return units_of<formats::iq4_nl>();
     case type::q4_K: return units_of<formats::q4_K>();

@@ -453,6 +453,19 @@ struct nvfp4 {
     for (int r = 0; r < kRows; ++r) p[r] = w[r][i].qs;
     __m512i e[8];
     rows_x8(p, e);
+    from(e, dword_rows<offsetof(W::block, d)>(w, i), u);
+  }
+  // a tiled block column: the four scale bytes as one dword unit, then qs in dwords
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    static_assert(offsetof(W::block, d) == 0 && sizeof(W::block::d) == 4 && offsetof(W::block, qs) == 4);
+    const unsigned char* col = w.column<W::block>(i);
+    __m512i e[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) e[k] = qs_tiled<offsetof(W::block, qs)>(col, k);
+    from(e, _mm512_loadu_si512(col), u);
+  }
+  // e[k]: lane r row r's qs dword k; s4: lane r row r's four scale bytes
+  static void from(const __m512i* e, __m512i s4, rows& u) {
     const __m512i table = fp4_codes(), low4 = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
@@ -463,7 +476,6 @@ struct nvfp4 {
       }
     // half_scale = ue4m3_to_f32(s) * 0.5f: 0 for s = 0 or 0x7f; exponent field 0: the
     // mantissa * 2^-9; else the bits ((e + 120) << 23) | (m << 20)
-    const __m512i s4 = dword_rows<offsetof(W::block, d)>(w, i);
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m512i s = _mm512_and_si512(_mm512_srli_epi32(s4, 8 * k), _mm512_set1_epi32(0xff));
