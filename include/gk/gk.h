@@ -281,7 +281,7 @@ GK_API int gk_backend_graph_compute(gk_backend *b, gk_graph *g);
 
 /* Host memory. */
 GK_API gk_buffer_type *gk_cpu_buffer_type(void);
-/* CPU_TILED: host memory that stores q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, nvfp4, q2_K, q3_K,
+/* CPU_TILED: host memory that stores q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4, q2_K, q3_K,
  * q4_K, q5_K, q6_K, iq4_xs, iq2_s, iq3_s, tq1_0 and tq2_0 weights in the layout the CPU matmul tiles read
  * (faster mul_mat and mul_mat_id); other types are stored as they are.
  * Not is_host: read and write its tensors with gk_tensor_set_bytes / gk_tensor_get_bytes

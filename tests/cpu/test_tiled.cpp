@@ -25,9 +25,9 @@ using namespace gk;
 
 namespace {
 
-const type tiled_types[] = {type::q4_0, type::q4_1,  type::q5_0,  type::q5_1,  type::q8_0, type::iq4_nl,
-                            type::nvfp4, type::q4_K,  type::q5_K,  type::iq4_xs, type::q2_K, type::q3_K,
-                            type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s};
+const type tiled_types[] = {type::q4_0,  type::q4_1, type::q5_0,   type::q5_1, type::q8_0, type::iq4_nl,
+                            type::mxfp4, type::nvfp4, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
+                            type::q3_K,  type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s};
 // formats whose blocks go in 4-byte units throughout
 bool dword_units(type t) { return t == type::q4_K || t == type::q5_K || t == type::iq4_xs || t == type::nvfp4; }
 // formats in 4-byte units but for their f16 scales at the end (2-byte units)
@@ -91,7 +91,7 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
   };
   for (type t : {type::q4_0, type::q4_1, type::q8_0, type::iq4_nl, type::q4_K, type::q5_K, type::iq4_xs, type::q2_K,
                  type::q3_K, type::q6_K, type::tq1_0, type::tq2_0, type::iq2_s, type::iq3_s, type::q5_0, type::q5_1,
-                 type::nvfp4, type::iq2_xs, type::mxfp4,
+                 type::nvfp4, type::mxfp4, type::iq2_xs,
                  type::f32})
     for (geo g0 : {geo{64, 16, 1}, geo{256, 37, 2}, geo{32, 5, 1}, geo{96, 48, 3}}) {
       const geo g{g0.k * std::max<std::int64_t>(1, static_cast<std::int64_t>(block_size(t)) / 32), g0.m, g0.e};
@@ -107,21 +107,23 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
       REQUIRE(got == mirror);
 
       // the layout as cpu/tiled.hpp states it: in group q of matrix x, block i of row r, the
-      // unit at block offset o (2 bytes before qs, 4 from qs on; 4 throughout a q4_K, q5_K,
+      // unit at block offset o (2 bytes before qs, mxfp4's e 1, 4 from qs on; 4 throughout a q4_K, q5_K,
       // iq4_xs or nvfp4 block; 4 in a q2_K, q3_K, q6_K, tq1_0 or tq2_0 block but for its f16
       // scales at the end, 2; iq2_s and iq3_s as the 32-weight formats, qs and all after it
       // in 4-byte units) is at group start + 16 i sizeof(block) + 16 o + r * unit size
       const bool tiled = t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||
-                         t == type::iq4_nl || dword_units(t) ||
+                         t == type::iq4_nl || t == type::mxfp4 || dword_units(t) ||
                          dword_units_but_scale(t) || t == type::iq2_s || t == type::iq3_s;
       CHECK(cpu::tiled::is_tiled(w) == tiled);
       const auto* phys = static_cast<const unsigned char*>(w->data);
       const std::size_t bs = type_size(t), rs = w->row_bytes();
-      const std::size_t qs_at = t == type::q4_1   ? 4
-                                : t == type::q5_0 ? 6
-                                : t == type::q5_1 ? 8
+      const std::size_t qs_at = t == type::q4_1    ? 4
+                                : t == type::q5_0  ? 6
+                                : t == type::q5_1  ? 8
+                                : t == type::mxfp4 ? 1
                                 : dword_units(t) || dword_units_but_scale(t) ? 0
                                                                             : 2;
+      const std::size_t head = t == type::mxfp4 ? 1 : 2;  // the unit before qs
       const std::size_t qs_end = dword_units_but_scale(t) ? bs - (t == type::q2_K ? 4 : 2) : bs;
       const std::int64_t nb = g.k / block_size(t);
       std::size_t mismatched = 0, checked = 0;
@@ -132,8 +134,8 @@ TEST_CASE("CPU_TILED: the documented layout, and every byte range back as writte
               const std::size_t logical = static_cast<std::size_t>(x * g.m + r) * rs + static_cast<std::size_t>(i) * bs + o;
               std::size_t at = logical;
               if (tiled && r < g.m / 16 * 16) {
-                const std::size_t unit = o < qs_at || o >= qs_end ? 2 : 4;
-                const std::size_t u0 = unit == 2 ? o / 2 * 2 : qs_at + (o - qs_at) / 4 * 4;
+                const std::size_t unit = o < qs_at ? head : o >= qs_end ? 2 : 4;
+                const std::size_t u0 = o < qs_at ? o / head * head : unit == 2 ? o / 2 * 2 : qs_at + (o - qs_at) / 4 * 4;
                 at = static_cast<std::size_t>(x * g.m + r / 16 * 16) * rs + static_cast<std::size_t>(i) * 16 * bs +
                      16 * u0 + static_cast<std::size_t>(r % 16) * unit + (o - u0);
               }

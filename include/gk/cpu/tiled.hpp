@@ -3,13 +3,14 @@
 // tiles read them, so a tile loads its sixteen rows' codes with plain vector loads instead
 // of gathering and transposing them per block (avx512/dot_tile_legacy.hpp).
 //
-// The layout. A tensor of a tiled format (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, nvfp4, q4_K,
-// q5_K, iq4_xs, q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
+// The layout. A tensor of a tiled format (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4,
+// q4_K, q5_K, iq4_xs, q2_K, q3_K, q6_K, tq1_0, tq2_0, iq2_s, iq3_s), contiguous, not a view, is cut
 // into groups of sixteen consecutive rows of one matrix (rows 16g .. 16g + 15 of each (i2,
 // i3) slab); rows past the last whole group of a matrix stay as they are. A group keeps its
 // bytes (16 rows' worth, at the same place), reordered block column by block column: block
 // column i (block i of each of the sixteen rows) is 16 x sizeof(block) bytes in which each
-// unit of the block (the fields before qs in 2-byte units, qs in 4-byte units; a K-quant,
+// unit of the block (the fields before qs in 2-byte units, mxfp4's e a 1-byte unit, qs in
+// 4-byte units; a K-quant,
 // iq4_xs or nvfp4 block in 4-byte units throughout; q2_K, q3_K, q6_K, tq1_0 and tq2_0 in 4-byte
 // units up to their f16 scales at the end, in 2-byte units; iq2_s and iq3_s: the f16 scale,
 // then 4-byte units) comes as sixteen consecutive copies, row 0's first:
@@ -54,7 +55,7 @@ inline constexpr std::int64_t group_rows = 16;
 // The formats stored tiled.
 constexpr bool tiles_format(type t) noexcept {
   return t == type::q4_0 || t == type::q4_1 || t == type::q5_0 || t == type::q5_1 || t == type::q8_0 ||
-         t == type::iq4_nl || t == type::nvfp4 || t == type::q4_K ||
+         t == type::iq4_nl || t == type::mxfp4 || t == type::nvfp4 || t == type::q4_K ||
          t == type::q5_K || t == type::iq4_xs || t == type::q2_K || t == type::q3_K || t == type::q6_K ||
          t == type::tq1_0 || t == type::tq2_0 || t == type::iq2_s || t == type::iq3_s;
 }
@@ -65,6 +66,7 @@ constexpr bool tiles_format(type t) noexcept {
 // scales (d, and q2_K's dmin after it); iq2_s and iq3_s start with theirs.
 struct block_units {
   std::size_t bytes, qs_at, qs_end;
+  std::size_t head = 2;  // the unit before qs: 2 bytes, or 1 (mxfp4's e)
 };
 template <class W>
 constexpr block_units units_of() {
@@ -76,6 +78,9 @@ constexpr block_units units_of() {
     static_assert(offsetof(typename W::block, d) % 4 == 0 &&
                   sizeof(typename W::block) - offsetof(typename W::block, d) == (W::id == type::q2_K ? 4 : 2));
     return {sizeof(typename W::block), 0, offsetof(typename W::block, d)};
+  } else if constexpr (W::id == type::mxfp4) {  // e (1 byte), then qs
+    static_assert(offsetof(typename W::block, qs) == 1 && sizeof(typename W::block) == 17);
+    return {sizeof(typename W::block), 1, sizeof(typename W::block), 1};
   } else if constexpr (W::id == type::iq2_s || W::id == type::iq3_s) {
     static_assert(offsetof(typename W::block, d) == 0 && (sizeof(typename W::block) - 2) % 4 == 0);
     return {sizeof(typename W::block), 2, sizeof(typename W::block)};
@@ -92,6 +97,7 @@ inline block_units units_of(type t) {
     case type::q5_0: return units_of<formats::q5_0>();
     case type::q5_1: return units_of<formats::q5_1>();
     case type::nvfp4: return units_of<formats::nvfp4>();
+    case type::mxfp4: return units_of<formats::mxfp4>();
     case type::q8_0: return units_of<formats::q8_0>();
     case type::iq4_nl: return units_of<formats::iq4_nl>();
     case type::q4_K: return units_of<formats::q4_K>();
@@ -115,7 +121,7 @@ inline void tile_group(const unsigned char* rows, unsigned char* out, std::int64
     unsigned char* col = out + static_cast<std::size_t>(i) * group_rows * u.bytes;
     for (std::size_t r = 0; r < group_rows; ++r) {
       const unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
-      for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(col + group_rows * o + r * 2, b + o, 2);
+      for (std::size_t o = 0; o < u.qs_at; o += u.head) std::memcpy(col + group_rows * o + r * u.head, b + o, u.head);
       for (std::size_t o = u.qs_at; o < u.qs_end; o += 4) std::memcpy(col + group_rows * o + r * 4, b + o, 4);
       for (std::size_t o = u.qs_end; o < u.bytes; o += 2) std::memcpy(col + group_rows * o + r * 2, b + o, 2);
     }
@@ -127,7 +133,7 @@ inline void untile_group(const unsigned char* group, unsigned char* rows, std::i
     const unsigned char* col = group + static_cast<std::size_t>(i) * group_rows * u.bytes;
     for (std::size_t r = 0; r < group_rows; ++r) {
       unsigned char* b = rows + r * row_bytes + static_cast<std::size_t>(i) * u.bytes;
-      for (std::size_t o = 0; o < u.qs_at; o += 2) std::memcpy(b + o, col + group_rows * o + r * 2, 2);
+      for (std::size_t o = 0; o < u.qs_at; o += u.head) std::memcpy(b + o, col + group_rows * o + r * u.head, u.head);
       for (std::size_t o = u.qs_at; o < u.qs_end; o += 4) std::memcpy(b + o, col + group_rows * o + r * 4, 4);
       for (std::size_t o = u.qs_end; o < u.bytes; o += 2) std::memcpy(b + o, col + group_rows * o + r * 2, 2);
     }

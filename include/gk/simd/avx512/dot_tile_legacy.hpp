@@ -418,14 +418,24 @@ struct mxfp4 : one_part<formats::mxfp4, 12> {
   };
   static void load(const W::block* const* w, std::int64_t i, rows& u) {
     nibbles(w, i, u.q[0]);
+    alignas(64) int e[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) e[r] = w[r][i].e;
+    from(_mm512_load_si512(e), u);
+  }
+  // a tiled block column: the sixteen e bytes, then qs in dwords
+  static void load(tiled_rows w, std::int64_t i, rows& u) {
+    const unsigned char* col = w.column<W::block>(i);
+    nibbles_tiled<offsetof(W::block, qs)>(col, u.q[0]);
+    from(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col))), u);
+  }
+  // u.q[0]: the codes' nibbles; ev: lane r row r's e
+  static void from(__m512i ev, rows& u) {
     const __m512i table = fp4_codes();
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) u.q[0][k] = _mm512_shuffle_epi8(table, u.q[0][k]);
     // e8m0_to_f32_half: the bits 0x00200000 << e for e < 2, else (e - 1) << 23
-    alignas(64) int e[kRows];
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) e[r] = w[r][i].e;
-    const __m512i ev = _mm512_load_si512(e), one = _mm512_set1_epi32(1);
+    const __m512i one = _mm512_set1_epi32(1);
     u.h = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(ev, one),
                                                      _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), ev),
                                                      _mm512_slli_epi32(_mm512_sub_epi32(ev, one), 23)));
