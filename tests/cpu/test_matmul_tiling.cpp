@@ -32,6 +32,10 @@ const shape shapes[] = {
     {256, 37, 1, 1, 1, 1, 1},   // decode through 16-row tiles, ragged rows
     {512, 67, 1, 3, 1, 1, 1},   // the same over three slabs of one weight
     {4096, 200, 19, 2, 1, 1, 1},  // rows long enough for several super-blocks of rows (task_order)
+    // the float formats only (k not a multiple of 32): a tail of k past 16-element steps and
+    // past the f16/bf16 task tile's 256-element chunks
+    {300, 35, 11, 1, 1, 1, 1},
+    {1000, 48, 17, 2, 1, 1, 1},
 };
 
 struct fixture {
@@ -124,6 +128,7 @@ std::int64_t fault_mismatches() {
   std::int64_t total = 0;
   int si = 0;
   for (const shape& s : shapes) {
+    if (s.k % W::block_size) continue;
     fixture f(W::id, s, 100 + si++);
     const auto want = naive<W>(f.a, f.b, f.y);
     for (int nth : {1, 3}) {
@@ -179,6 +184,63 @@ TEST_CASE("planted control: a dropped tail fails", "[cpu][matmul][control]") {
 TEST_CASE("planted control: a panel cached on the column block alone fails", "[cpu][matmul][control]") {
   CHECK(fault_mismatches<formats::q4_0, cpu::matmul::fault::panel_key_cb_only>() > 0);
 }
+
+// bf16 products outside float's normal range: there a product rounds (or overflows) in the
+// definition's mul and not in an FMA, so the task tile (avx512/dot_tile_float.hpp) must
+// prove its products exact before it adds by FMA. Odd rows take the case's weights, even
+// rows plain ones, so a row block of 16 holds both. Cases: 0 every product normal; 1 tiny
+// (weights and activations scaled by 2^-66 and 2^-64: products near 2^-130, subnormal);
+// 2 huge (activations 2^64, weights by 16-element group -0.875, 1.25, -1.25, 1.25, ... times
+// 2^64: by mul every lane meets +inf and -inf, NaN; by FMA the lanes stay finite). Returns
+// the mismatches against the definition over 1 and 3 threads of the kernel with fault F.
+template <cpu::matmul::fault F>
+std::int64_t bf16_range_mismatches(int which) {
+  context ctx{context_params{16u << 20}};
+  const std::int64_t k = 300, m = 40, n = 9;
+  tensor* a = ctx.new_tensor_2d(type::bf16, k, m);
+  tensor* b = ctx.new_tensor_2d(type::f32, k, n);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g;
+  std::vector<float> row(static_cast<std::size_t>(k));
+  for (std::int64_t r = 0; r < m; ++r) {
+    for (std::int64_t i = 0; i < k; ++i) {
+      float v = g(rng);
+      if (r % 2 && which == 1) v *= 0x1p-66f;
+      if (r % 2 && which == 2) v = (i < 16 ? -0.875f : (i / 16) % 2 ? 1.25f : -1.25f) * 0x1p64f;
+      row[static_cast<std::size_t>(i)] = v;
+    }
+    encode_row<formats::bf16>(row.data(), reinterpret_cast<formats::bf16::block*>(a->at(r)), k);
+  }
+  for (std::int64_t i = 0; i < b->nelements(); ++i)
+    static_cast<float*>(b->data)[i] = which == 2 ? 0x1p64f : which == 1 ? g(rng) * 0x1p-64f : g(rng);
+  tensor* y = mul_mat(ctx, a, b);
+  const auto want = naive<formats::bf16>(a, b, y);
+  std::int64_t bad = 0;
+  for (int nth : {1, 3}) {
+    std::memset(y->data, 0xff, y->nbytes());
+    run_kernel<formats::bf16, F>(y, nth);
+    bad += bit_mismatches(y, want);
+  }
+  return bad;
+}
+
+TEST_CASE("bf16 products outside float's normal range keep the definition's rounding", "[cpu][matmul]") {
+  using cpu::matmul::fault;
+  for (int which : {0, 1, 2}) {
+    INFO("case " << which);
+    CHECK(bf16_range_mismatches<fault::none>(which) == 0);
+  }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__) && defined(__FMA__) && defined(__F16C__)
+// Only the avx512 task tile adds bf16 by FMA; elsewhere the fault changes nothing.
+TEST_CASE("planted control: bf16 by FMA without the range proof fails", "[cpu][matmul][control]") {
+  using cpu::matmul::fault;
+  CHECK(bf16_range_mismatches<fault::unguarded_fma>(1) > 0);
+  CHECK(bf16_range_mismatches<fault::unguarded_fma>(2) > 0);
+}
+#endif
 
 // m rows of k per expert: 16-row tiles where the format has a decode tile, then single rows.
 // More than 8 tokens take the grouped path (pairs by expert, mul_mat's tiles): n_tok 41
@@ -252,6 +314,8 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::tq1_0>(256, 37, 41);
   check_mul_mat_id<formats::tq2_0>(256, 21, 41);
   check_mul_mat_id<formats::f16>(64, 37, 41);
+  check_mul_mat_id<formats::f16>(300, 37, 41);
+  check_mul_mat_id<formats::bf16>(300, 37, 41);
   check_mul_mat_id<formats::q8_0>(64, 19, 1);
   check_mul_mat_id<formats::q8_0>(64, 19, 2);
   check_mul_mat_id<formats::q5_K>(256, 37, 8);

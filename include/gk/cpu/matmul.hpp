@@ -91,6 +91,13 @@ bool tile_decodes() noexcept {
 // run_tiled<C>(group, columns, k, out[, next, next_bytes]).
 template <class D>
 concept tiled_tile = requires { requires D::tiled; };
+// A tile that takes a whole task of tile_rows rows (two or more columns) from activations
+// widened to f32 once per panel (avx512/dot_tile_float.hpp: f16, bf16): D::widen(col, dst,
+// k) widens a column and returns its code range, D::rows_range(w, nr, k) a row block's,
+// D::exact(w_range, a_range) says whether the tile may add by FMA (ranged: only bf16 asks),
+// D::run_task(w, wide, nc, k, out, fma).
+template <class D>
+concept task_tile = requires { requires D::task; };
 template <class D>
 struct tile_shape {
   static constexpr int rows = 4, cols = 2;
@@ -103,14 +110,36 @@ struct tile_shape<D> {
 
 // Planted faults for the tiling test's controls (tests/cpu/test_matmul_tiling.cpp); gk
 // itself only instantiates fault::none.
-enum class fault { none, tile_offset, dropped_tail, panel_key_cb_only };
+enum class fault { none, tile_offset, dropped_tail, panel_key_cb_only, unguarded_fma };
 
 // Activation rows of b encoded as A blocks, or pointers straight into b when b already is
 // packed rows of A.
+// wide: for a task_tile, the columns widened to f32 (wide[0] null where not), range their
+// code range merged.
 template <class A>
 struct panel {
   const typename A::block* col[tile_cols];
+  const float* wide[tile_cols];
+  std::uint32_t range;
 };
+
+// Widens p's nc columns into store (tile_cols * k floats) for a task_tile D, or marks p
+// unwidened.
+template <class D, class A>
+inline void widen_panel(panel<A>& p, std::int64_t nc, std::int64_t k, float* store) {
+  p.wide[0] = nullptr;
+  if constexpr (task_tile<D>) {
+    if (!store) return;
+    std::uint32_t r = 0xffff0000u;  // lo 0xffff, hi 0: nothing yet
+    for (std::int64_t c = 0; c < nc; ++c) {
+      float* dst = store + static_cast<std::size_t>(c) * static_cast<std::size_t>(k);
+      const std::uint32_t cr = D::widen(p.col[c], dst, k);
+      r = std::min(r >> 16, cr >> 16) << 16 | std::max(r & 0xffff, cr & 0xffff);
+      p.wide[c] = dst;
+    }
+    p.range = r;
+  }
+}
 
 // The bytes of a's weight rows [row0, row0 + tile_rows) (fewer at the end) of one matrix,
 // from the first one's start to the last one's end.
@@ -245,11 +274,34 @@ static_assert(tile_rows == tiled::group_rows, "a task's row block is one tiled g
 // Weight rows [row0, row0 + nr) (wrow(r): row r's blocks) against the nc columns of panel
 // p into ycol[c][r]: W's tile where it serves (one column through a decode_tile, which
 // prefetches next_bytes at next as it goes), then single row dots.
-template <BlockFormat W, simd::Target T, class Wrow>
+// A task_tile takes a whole row block of two or more columns from the panel's widened
+// columns; wcache, where given, keeps the row block's code range (0: not known yet).
+template <BlockFormat W, simd::Target T, fault F = fault::none, class Wrow>
 void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
-                      std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes) {
+                      std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes,
+                      std::uint32_t* wcache = nullptr) {
   using tile = dot_tile<W, T>;
   constexpr int tr = tile_shape<tile>::rows, tc = tile_shape<tile>::cols;
+  if constexpr (task_tile<tile>) {
+    if (nr == tile_rows && nc >= 2 && p.wide[0]) {
+      const typename W::block* w[tile_rows];
+      for (int j = 0; j < tile_rows; ++j) w[j] = wrow(row0 + j);
+      bool fma = true;
+      if constexpr (tile::ranged) {
+        std::uint32_t wr = wcache ? *wcache : 0;
+        if (wr == 0) {
+          wr = tile::rows_range(w, tile_rows, k);
+          if (wcache) *wcache = wr;
+        }
+        fma = F == fault::unguarded_fma || tile::exact(wr, p.range);
+      }
+      float o[tile_rows * tile_cols];
+      tile::run_task(w, p.wide, static_cast<int>(nc), k, o, fma);
+      for (int j = 0; j < tile_rows; ++j)
+        for (std::int64_t i = 0; i < nc; ++i) ycol[i][row0 + j] = o[j * nc + i];
+      return;
+    }
+  }
   const bool decodes = tile_decodes<tile>();
   std::int64_t r = row0;
   auto run = [&]<int C>(const typename W::block* const* w, std::int64_t c) {
@@ -281,10 +333,10 @@ void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* 
 // rows_block_plain, or for a tiled group (tg): the whole group through a tiled_tile, every
 // column count (its one column prefetching too), elsewhere converted back to rows in
 // tg.scratch first.
-template <BlockFormat W, simd::Target T, class Wrow>
+template <BlockFormat W, simd::Target T, fault F = fault::none, class Wrow>
 void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
                 std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes,
-                tiled_group tg = {}) {
+                tiled_group tg = {}, std::uint32_t* wcache = nullptr) {
   using tile = dot_tile<W, T>;
   if constexpr (tiled::tiles_format(W::id)) {
     if (tg.group) {
@@ -309,11 +361,11 @@ void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const*
         auto srow = [&](std::int64_t r) {
           return reinterpret_cast<const typename W::block*>(tg.scratch + static_cast<std::size_t>(r - row0) * row_bytes);
         };
-        return rows_block_plain<W, T>(srow, p, ycol, row0, nr, nc, k, next, next_bytes);
+        return rows_block_plain<W, T, F>(srow, p, ycol, row0, nr, nc, k, next, next_bytes, wcache);
       }
     }
   }
-  rows_block_plain<W, T>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes);
+  rows_block_plain<W, T, F>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, wcache);
 }
 
 template <BlockFormat W, simd::Target T, fault F = fault::none>
@@ -328,9 +380,15 @@ void mul_mat(const exec& ex, tensor* dst) {
   const std::int64_t n_cb = (n + tile_cols - 1) / tile_cols;
   const std::int64_t n_tasks = n_rb * n_cb * ne2 * ne3;
 
+  using tile = dot_tile<W, T>;
   const std::size_t panel_size = static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k);
+  // a task_tile's panels carry their columns widened too (prompts only)
+  const bool widened = task_tile<tile> && n >= 2;
+  const std::size_t wide_size = widened ? static_cast<std::size_t>(tile_cols * k) * sizeof(float) : 0;
   const std::int64_t group =
-      b_is_native<A>(b) ? n_cb : std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / panel_size), 1, n_cb);
+      b_is_native<A>(b) && !widened
+          ? n_cb
+          : std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / (panel_size + wide_size)), 1, n_cb);
   const std::int64_t sr = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(superblock_bytes / (static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))));
   const task_order order{n_rb, n_cb, ne2, group, sr, n_cb == 1 && ex.nth >= 2};
@@ -344,7 +402,16 @@ void mul_mat(const exec& ex, tensor* dst) {
   auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
   auto* keys = ex.scr->get<std::int64_t>(3, 3 * static_cast<std::size_t>(group));
   std::fill(keys, keys + 3 * group, std::int64_t{-1});
-  using tile = dot_tile<W, T>;
+  float* wide = widened ? ex.scr->get<float>(6, static_cast<std::size_t>(group * tile_cols * k)) : nullptr;
+  // a ranged task_tile's row block code ranges, by (row block, weight slab); 0: not known yet
+  const std::int64_t a_slabs = a->ne[2] * a->ne[3];
+  std::uint32_t* wcache = nullptr;
+  if constexpr (task_tile<tile>) {
+    if (widened && tile::ranged) {
+      wcache = ex.scr->get<std::uint32_t>(7, static_cast<std::size_t>(n_rb * a_slabs));
+      std::fill(wcache, wcache + n_rb * a_slabs, std::uint32_t{0});
+    }
+  }
   // One column (decode) goes row by row, or through a decode_tile where the tile says so.
   // Sixteen weight rows read side by side are sixteen short streams, which the hardware
   // prefetchers follow worse than the one stream of row-by-row dots (q4_K from 1 GiB, one
@@ -390,6 +457,8 @@ void mul_mat(const exec& ex, tensor* dst) {
                          store ? store + static_cast<std::size_t>(slot) * panel_size / sizeof(typename A::block)
                                : nullptr,
                          fbuf);
+      widen_panel<tile>(p, std::min(tile_cols, n - c0), k,
+                        wide ? wide + static_cast<std::size_t>(slot * tile_cols * k) : nullptr);
       key[0] = cb;
       key[1] = i2;
       key[2] = i3;
@@ -407,7 +476,8 @@ void mul_mat(const exec& ex, tensor* dst) {
     tiled_group tg{};
     if (w_tiled && row0 % tile_rows == 0 && row0 + tile_rows <= m)
       tg = {reinterpret_cast<const unsigned char*>(a->at(row0, i2 / r2, i3 / r3)), untiled};
-    rows_block<W, T>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, tg);
+    rows_block<W, T, F>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, tg,
+                        wcache ? wcache + rb + n_rb * (i2 / r2 + a->ne[2] * (i3 / r3)) : nullptr);
     t = claim_ahead ? t_next : claim();
   }
 }
@@ -458,8 +528,11 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   const std::int64_t n_cb = cbs[n_as], n_tasks = n_cb * n_rb;
 
   const std::size_t stride = gk::row_size(A::id, k) / sizeof(typename A::block);
+  using tile = dot_tile<W, T>;
   const std::size_t panel_size = static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k);
-  const std::int64_t group = std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / panel_size), 1, std::max<std::int64_t>(n_cb, 1));
+  const std::size_t wide_size = task_tile<tile> ? static_cast<std::size_t>(tile_cols * k) * sizeof(float) : 0;
+  const std::int64_t group = std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / (panel_size + wide_size)), 1,
+                                                      std::max<std::int64_t>(n_cb, 1));
   const std::int64_t sr = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(superblock_bytes / (static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))));
   auto* store = ex.scr->get<typename A::block>(0, static_cast<std::size_t>(group) * panel_size / sizeof(typename A::block));
@@ -467,6 +540,14 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
   auto* keys = ex.scr->get<std::int64_t>(3, static_cast<std::size_t>(group));
   std::fill(keys, keys + group, std::int64_t{-1});
+  float* wide = task_tile<tile> ? ex.scr->get<float>(6, static_cast<std::size_t>(group * tile_cols * k)) : nullptr;
+  std::uint32_t* wcache = nullptr;  // as mul_mat's, by (row block, expert)
+  if constexpr (task_tile<tile>) {
+    if (tile::ranged) {
+      wcache = ex.scr->get<std::uint32_t>(7, static_cast<std::size_t>(n_rb * n_as));
+      std::fill(wcache, wcache + n_rb * n_as, std::uint32_t{0});
+    }
+  }
   const bool w_tiled = tiled::is_tiled(as);
   unsigned char* untiled = w_tiled && !tiled_tile<dot_tile<W, T>>
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
@@ -493,12 +574,15 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
                                            static_cast<std::size_t>(c) * stride,
                                        fbuf);
     }
+    if (keys[slot] != gcb)
+      widen_panel<tile>(p, nc, k, wide ? wide + static_cast<std::size_t>(slot * tile_cols * k) : nullptr);
     keys[slot] = gcb;
     const std::int64_t row0 = rb * tile_rows;
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, e, 0)); };
     tiled_group tg{};
     if (w_tiled && row0 + tile_rows <= m) tg = {reinterpret_cast<const unsigned char*>(as->at(row0, e, 0)), untiled};
-    rows_block<W, T>(wrow, p, ycol, row0, std::min(tile_rows, m - row0), nc, k, nullptr, 0, tg);
+    rows_block<W, T>(wrow, p, ycol, row0, std::min(tile_rows, m - row0), nc, k, nullptr, 0, tg,
+                     wcache ? wcache + rb + n_rb * e : nullptr);
   }
 }
 

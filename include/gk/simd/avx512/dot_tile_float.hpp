@@ -121,11 +121,199 @@ struct runner {
   }
 };
 
+// A whole task (cpu/matmul.hpp task_tile): 16 weight rows by up to 8 columns whose
+// activations were widened to f32 once per panel (widen), so the tile widens only the
+// weights, once per chunk of task_kc elements into a buffer the 4 x 4 steps read from L1.
+// The old tile widened each weight vector once per 4 columns and each activation vector
+// once per 4 rows (8 widening loads per 16 mul-adds); here 1 per 16 (weights) or none.
+// The accumulators live in memory between chunks (16 x 8 registers), loaded and stored once
+// per chunk and 4 x 4 group: each output still adds its products lane by lane in index
+// order, chunks in order, so the bits are the old tile's (the row kernel's).
+//
+// bf16 by FMA too, where it gives the same bits: a product of two bf16 values has at most
+// 16 significant bits, so it is exact in float unless it falls below 2^-126 or reaches
+// 2^128; code_range bounds every product of a row block and a panel from the exponent fields
+// (fma_exact), and the tile adds by mul, add where it cannot prove it. f16 always (see step).
+// The row block's range is worked out once per thread and matmul (cpu/matmul.hpp's wcache),
+// the panel's when it is widened.
+// Measured (Intel Xeon, Emerald Rapids KVM share; bench_matmul N 64, 4096 x 4096, GFLOP/s,
+// one / two threads, the old 4 x 4 tile -> the task, two runs alternating binaries): f16
+// 60-64 / 109-129 -> 85-86 / 141-144 (0.87-0.93 -> 1.00-1.25 of the reference's AMX path),
+// bf16 44-45 / 82-89 -> 61-85 / 130-135 (0.70-0.75 -> 0.90-1.07). Standalone on L2-resident
+// data the task runs 87-109 (bf16 by mul, add: 66-81); task_kc 128 or 512 and bf16 widened
+// by one vpermw instead of a zero-extend and shift measured the same.
+inline constexpr int task_kc = 256;
+
+// The magnitude codes of a run of 16-bit float codes: lo the least of (magnitude - 1)
+// (a zero's wraps to 0xffff and drops out; a subnormal's is below 128), hi the greatest
+// magnitude. Packed (lo << 16 | hi); never 0, which callers use for "not known yet".
+struct code_range {
+  __m512i lo = _mm512_set1_epi16(-1), hi = _mm512_setzero_si512();
+  void add(__m512i x) {  // 32 codes; masked-off codes loaded as 0 drop out
+    const __m512i mag = _mm512_and_si512(x, _mm512_set1_epi16(0x7fff));
+    lo = _mm512_min_epu16(lo, _mm512_sub_epi16(mag, _mm512_set1_epi16(1)));
+    hi = _mm512_max_epu16(hi, mag);
+  }
+  std::uint32_t packed() const {
+    alignas(64) std::uint16_t l[32], h[32];
+    _mm512_store_si512(l, lo);
+    _mm512_store_si512(h, hi);
+    std::uint32_t a = 0xffff, b = 0;
+    for (int i = 0; i < 32; ++i) {
+      a = l[i] < a ? l[i] : a;
+      b = h[i] > b ? h[i] : b;
+    }
+    return a << 16 | b;
+  }
+};
+inline std::uint32_t merge_ranges(std::uint32_t x, std::uint32_t y) {
+  const std::uint32_t lo = (x >> 16) < (y >> 16) ? (x >> 16) : (y >> 16);
+  const std::uint32_t hi = (x & 0xffff) > (y & 0xffff) ? (x & 0xffff) : (y & 0xffff);
+  return lo << 16 | hi;
+}
+// Whether every product of a value under range w and one under range a is exact in float.
+// A normal code with exponent field e has magnitude in [2^(e - 127), 2^(e - 126)); the
+// field of (magnitude - 1) is e or e - 1, so lo >> 7 never exceeds the least nonzero
+// value's field (a subnormal's is 0, which fails). Products >= 2^-126 need the fields to sum
+// to at least 128; products < 2^128 need the greatest fields to sum to at most 380. Infinite
+// or NaN codes (field 255) may pass: their products are infinite or NaN by mul, add and by
+// FMA alike.
+inline bool fma_exact(std::uint32_t w, std::uint32_t a) {
+  return (w >> 23) + (a >> 23) >= 128 && ((w & 0xffff) >> 7) + ((a & 0xffff) >> 7) <= 380;
+}
+template <class B>
+inline std::uint32_t range_of(const B* p, std::int64_t n) {
+  code_range r;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) r.add(_mm512_loadu_si512(p + i));
+  if (i < n) r.add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (n - i)) - 1), p + i));
+  return r.packed();
+}
+
+// n codes of a row widened to f32 at dst; returns their code_range
+template <class B>
+inline std::uint32_t widen(const B* src, float* dst, std::int64_t n) {
+  code_range r;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    r.add(_mm512_loadu_si512(src + i));
+    _mm512_storeu_ps(dst + i, load_f32x16(src + i, 0xffff));
+    _mm512_storeu_ps(dst + i + 16, load_f32x16(src + i + 16, 0xffff));
+  }
+  if (i < n) {
+    r.add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (n - i)) - 1), src + i));
+    for (; i < n; i += 16) {
+      const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(dst + i, m, load_f32x16(src + i, m));
+    }
+  }
+  return r.packed();
+}
+
+// 4 weight rows (wb, task_kc floats apart) by C widened columns a[c], elements [0, 16 nv)
+// plus a tail of rem under a mask, into acc[r * 8 + c]
+template <int C, bool Fma>
+inline void task_step(const float* wb, const float* const* a, std::int64_t i0, int nv, int rem, __m512* acc) {
+  __m512 s[4 * C];
+#pragma GCC unroll 16
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) s[r * C + c] = acc[r * 8 + c];
+  for (int v = 0; v < nv; ++v) {
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) wv[r] = _mm512_load_ps(wb + r * task_kc + 16 * v);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m512 av = _mm512_loadu_ps(a[c] + i0 + 16 * v);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+        s[r * C + c] = Fma ? _mm512_fmadd_ps(wv[r], av, s[r * C + c]) : _mm512_add_ps(s[r * C + c], _mm512_mul_ps(wv[r], av));
+    }
+  }
+  if (rem) {
+    const auto m = static_cast<__mmask16>((1u << rem) - 1);
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      const __m512 av = _mm512_maskz_loadu_ps(m, a[c] + i0 + 16 * nv);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m512 wv = _mm512_load_ps(wb + r * task_kc + 16 * nv);
+        s[r * C + c] = Fma ? _mm512_mask3_fmadd_ps(wv, av, s[r * C + c], m)
+                           : _mm512_mask_add_ps(s[r * C + c], m, s[r * C + c], _mm512_mul_ps(wv, av));
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[r * 8 + c] = s[r * C + c];
+}
+template <bool Fma>
+inline void task_chunk(const float* wb, const float* const* a, int nc, std::int64_t i0, int nv, int rem, __m512* acc) {
+  for (int rg = 0; rg < 4; ++rg) {
+    const float* w = wb + 4 * rg * task_kc;
+    __m512* ac = acc + 4 * rg * 8;
+    int c = 0;
+    for (; c + 4 <= nc; c += 4) task_step<4, Fma>(w, a + c, i0, nv, rem, ac + c);
+    switch (nc - c) {
+      case 3: task_step<3, Fma>(w, a + c, i0, nv, rem, ac + c); break;
+      case 2: task_step<2, Fma>(w, a + c, i0, nv, rem, ac + c); break;
+      case 1: task_step<1, Fma>(w, a + c, i0, nv, rem, ac + c); break;
+      default: break;
+    }
+  }
+}
+// out[r * nc + c] = float_row_dot(w[r], the activation column widened at a[c], n), 16 rows,
+// 1 <= nc <= 8; fma: every product exact (fma_exact; always for f16)
+template <class B>
+inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, bool fma) {
+  alignas(64) float wb[16 * task_kc];
+  __m512 acc[16 * 8];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16 * 8; ++j) acc[j] = _mm512_setzero_ps();
+  for (std::int64_t i0 = 0; i0 < n; i0 += task_kc) {
+    const int len = static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc), nv = len / 16, rem = len % 16;
+    for (int r = 0; r < 16; ++r) {
+      const B* src = w[r] + i0;
+      float* dst = wb + r * task_kc;
+      for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
+      if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
+    }
+    if (fma || std::is_same_v<B, gk::f16>) task_chunk<true>(wb, a, nc, i0, nv, rem, acc);
+    else task_chunk<false>(wb, a, nc, i0, nv, rem, acc);
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < nc; ++c) out[r * nc + c] = reduce_lanes16(acc[r * 8 + c]);
+}
+
 }  // namespace gk::simd::avx512_float_tile
 
 namespace gk {
 
-#define GK_AVX512_FLOAT_TILE(fmt, path)                                                                       \
+// The task interface (cpu/matmul.hpp task_tile) of f16 and bf16; f32 has none (its
+// products round, and its activations need no widening).
+#define GK_AVX512_FLOAT_TASK(fmt)                                                                            \
+  static constexpr bool task = true;                                                                         \
+  static constexpr bool ranged = std::is_same_v<formats::fmt, formats::bf16>;                                \
+  static std::uint32_t widen(const formats::fmt::block* col, float* dst, std::int64_t n) {                  \
+    return simd::avx512_float_tile::widen(col, dst, n);                                                     \
+  }                                                                                                         \
+  static std::uint32_t rows_range(const formats::fmt::block* const* w, int nr, std::int64_t n) {            \
+    std::uint32_t r = 0xffff0000u;                                                                          \
+    for (int i = 0; i < nr; ++i)                                                                            \
+      r = simd::avx512_float_tile::merge_ranges(r, simd::avx512_float_tile::range_of(w[i], n));             \
+    return r;                                                                                               \
+  }                                                                                                         \
+  static bool exact(std::uint32_t w, std::uint32_t a) {                                                     \
+    return !ranged || simd::avx512_float_tile::fma_exact(w, a);                                             \
+  }                                                                                                         \
+  static void run_task(const formats::fmt::block* const* w, const float* const* a, int nc, std::int64_t n,  \
+                       float* out, bool fma) {                                                               \
+    simd::avx512_float_tile::task(w, a, nc, n, out, fma);                                                   \
+  }
+
+#define GK_AVX512_FLOAT_TILE(fmt, path, extra)                                                                       \
   template <>                                                                                                 \
   struct dot_tile<formats::fmt, simd::avx512> {                                                               \
     static constexpr bool specialised = true, decode = path == decode_path::tile;                             \
@@ -136,6 +324,7 @@ namespace gk {
                     float* out, const void* = nullptr, std::size_t = 0) {                                     \
       simd::avx512_float_tile::runner<formats::fmt::block>::run<R, C>(w, a, n, out);                          \
     }                                                                                                         \
+    extra                                                                                                     \
   };
 
 // path: whether one column (N = 1) goes through the tile, 4 rows at a time, instead of row
@@ -147,11 +336,12 @@ namespace gk {
 // and keep their row dots there; on an Intel Xeon (Emerald Rapids share, one thread) the
 // tile was faster cache-resident (4096 x 4096, GFLOP/s: f16 26.2 -> 29.2, bf16 26.1 ->
 // 30.9) and equal from memory (4096 x 65536: 11.8-12.2 against 11.7-12.0).
-GK_AVX512_FLOAT_TILE(f32, decode_path::tile)
-GK_AVX512_FLOAT_TILE(f16, decode_path::tile_on_intel)
-GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel)
+GK_AVX512_FLOAT_TILE(f32, decode_path::tile, )
+GK_AVX512_FLOAT_TILE(f16, decode_path::tile_on_intel, GK_AVX512_FLOAT_TASK(f16))
+GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel, GK_AVX512_FLOAT_TASK(bf16))
 
 #undef GK_AVX512_FLOAT_TILE
+#undef GK_AVX512_FLOAT_TASK
 
 }  // namespace gk
 
