@@ -546,9 +546,19 @@ constexpr std::size_t ms_smem_max = 96 * 1024;  // launches/matvec_q8.txt; every
 // 27 -> 22 / 27. Not these, where the stream kernel lost at M 14336, the rows of a model's
 // FFN (gate, up, and down's 4096 rows of 14336: as many tasks a warp): q4_0 39 / 61 -> 38-39
 // / 58, q4_K 37 / 57-58 -> 36-37 / 55, iq4_xs 29 / 43 -> 29-30 / 38, mxfp4 29 / 38 -> 27 /
-// 36, nvfp4 29 / 40 -> 31 / 36, iq2_xxs 14 / 20 -> 14-15 / 19-20. The formats not measured
-// (q4_1, q5_0, q5_1, iq4_nl, iq2_xs, iq2_s, iq3_xxs, iq1_s, iq1_m, tq1_0, tq2_0) stay on
-// matvec_wide.
+// 36, nvfp4 29 / 40 -> 31 / 36, iq2_xxs 14 / 20 -> 14-15 / 19-20. Nor the rest, measured
+// later (seventeenth session, same command, two rounds alternating, the same in both): q4_1
+// 47-48 / 73-74 -> 47 / 71, q5_0 44-45 / 65 -> 43-44 / 60, q5_1 48 / 72-73 -> 49 / 70,
+// iq4_nl 33 / 44 -> 34 / 41, iq2_xs 15 / 21 -> 15 / 20-21, iq2_s 16 / 22-23 -> 16 / 22,
+// iq3_xxs 20 / 26 -> 21 / 25-26, iq1_s 10 / 15 -> 10 / 15, iq1_m 11 / 17-18 -> 12 / 18,
+// tq1_0 12 / 14 -> 10 / 13, tq2_0 22 / 30 -> 21 / 29.
+// Also measured and not kept (same session): the 32-weight formats whose lane's bytes are
+// not 16-byte multiples (q4_0's 36: 9 four-byte loads a lane) reading them as the aligned
+// 16-byte vectors around them (3 loads), moved into place by two selects a word, on 16-byte
+// aligned weights. Fewer loads did not pay for the selects and registers (q4_0 64 / 80 ->
+// 64 / 96 at R 1 / 2): M 4096 / 14336 q4_0 39 / 60 -> 41 / 58, q4_1 47 / 73-74 -> 46 / 64-65,
+// q5_0 44 / 65 -> 42 / 57-58, iq4_nl 33 / 45 -> 31 / 41-42; only q8_0 gained (52 / 69 -> 50 /
+// 73), which takes matvec_stream (85 at M 14336) anyway.
 template <class W>
 constexpr bool ms_default = std::is_same_v<W, F::q8_0> || std::is_same_v<W, F::q5_K> || std::is_same_v<W, F::q6_K> ||
                             std::is_same_v<W, F::q3_K> || std::is_same_v<W, F::q2_K> || std::is_same_v<W, F::iq3_s>;
