@@ -133,6 +133,13 @@ GK_Q8_UNROLL
   for (int i = 0; i < n; ++i) s = __dp4a(static_cast<int>(q[from + i]), x[from + i], s);
   return s;
 }
+// sum over the 8 words of (q's bytes + off's bytes) times x's bytes, each byte product signed
+GK_Q8_FN int dot8_offset(const unsigned* q, const int* x, unsigned off) {
+  int s = 0;
+GK_Q8_UNROLL
+  for (int i = 0; i < 8; ++i) s = __dp4a(static_cast<int>(off), x[i], __dp4a(static_cast<int>(q[i]), x[i], s));
+  return s;
+}
 // sum of the activation bytes of words from .. from + n
 GK_Q8_FN int sum8(const int* x, int from, int n) {
   int s = 0;
@@ -236,6 +243,26 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  // The decode's cheaper pair (wide32::term; not the prompt path, whose mma takes signed
+  // codes): the codes left as they are stored (0..15, non-negative as signed bytes too) and
+  // the offset dotted on its own, sum (q - 8) a = sum q a + sum (-8) a, the same integer,
+  // without the 8 byte-wise subtractions (__vsub4, several instructions each since sm_50).
+  // Nsight Compute had matvec_wide q4_0 at 5.07 M instructions where q4_1, more bytes and a
+  // min term, took 3.85 M. H200, bench_cuda N 1, % of the copy bandwidth at M 4096 / 14336,
+  // two rounds alternating with the old headers: q4_0 39 / 60 -> 44-45 / 68-69, q5_0 44-45 /
+  // 65 -> 47 / 69 (q4_1, untouched, 47-48 / 73 on both).
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_raw(const Src& b, int, wc& u) {
+    unsigned w[4];
+    b.words(2, w);
+GK_Q8_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      u.q[i] = w[i] & 0x0f0f0f0fu;
+      u.q[4 + i] = (w[i] >> 4) & 0x0f0f0f0fu;
+    }
+    u.d = src_f16(b, 0);
+  }
+  GK_Q8_MEMBER static void part_raw(const wc& u, const int* x, int* p) { p[0] = dot8_offset(u.q, x, 0xf8f8f8f8u); }
   // sum * d(w) * d(a)
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
@@ -292,6 +319,20 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  // the decode's pair, as q4_0's: codes 0..31, the offset -16 dotted on its own
+  template <class Src>
+  GK_Q8_MEMBER static void unpack_raw(const Src& b, int, wc& u) {
+    unsigned w[4];
+    b.words(6, w);
+    const unsigned h = b.u32(2);
+GK_Q8_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      u.q[i] = (w[i] & 0x0f0f0f0fu) | spread4(h >> (4 * i));
+      u.q[4 + i] = ((w[i] >> 4) & 0x0f0f0f0fu) | spread4(h >> (16 + 4 * i));
+    }
+    u.d = src_f16(b, 0);
+  }
+  GK_Q8_MEMBER static void part_raw(const wc& u, const int* x, int* p) { p[0] = dot8_offset(u.q, x, 0xf0f0f0f0u); }
   // d(w) * d(a) * sum
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {

@@ -626,9 +626,14 @@ GK_Q8_UNROLL
     int p[Q::np] = {};
 GK_Q8_UNROLL
     for (int c = 0; c < Q::ch; ++c) {
-      Q::unpack_from(reg_src<words>{v, S * j}, c, u[c]);
       int pc[Q::np];
-      Q::part(u[c], x + 8 * (j + c), a, 0, pc);
+      if constexpr (requires { Q::part_raw(u[c], x, pc); }) {  // q4_0, q5_0: the offset dotted apart
+        Q::unpack_raw(reg_src<words>{v, S * j}, c, u[c]);
+        Q::part_raw(u[c], x + 8 * (j + c), pc);
+      } else {
+        Q::unpack_from(reg_src<words>{v, S * j}, c, u[c]);
+        Q::part(u[c], x + 8 * (j + c), a, 0, pc);
+      }
 GK_Q8_UNROLL
       for (int i = 0; i < Q::np; ++i) p[i] += pc[i];
     }
