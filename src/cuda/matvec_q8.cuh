@@ -140,6 +140,13 @@ GK_Q8_UNROLL
   for (int i = 0; i < 8; ++i) s = __dp4a(static_cast<int>(off), x[i], __dp4a(static_cast<int>(q[i]), x[i], s));
   return s;
 }
+// dot8 of words from .. from + 4 with off's bytes added to q's (the wide K-quant dots)
+GK_Q8_FN int dot4_offset(const unsigned* q, const int* x, int from, unsigned off) {
+  int s = 0;
+GK_Q8_UNROLL
+  for (int i = from; i < from + 4; ++i) s = __dp4a(static_cast<int>(off), x[i], __dp4a(static_cast<int>(q[i]), x[i], s));
+  return s;
+}
 // sum of the activation bytes of words from .. from + n
 GK_Q8_FN int sum8(const int* x, int from, int n) {
   int s = 0;
