@@ -238,15 +238,10 @@ struct q8dot<F::q4_0> {
   struct wc { unsigned q[8]; float d; };
   GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
   template <class Src>
-  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
-    unsigned w[4];
-    b.words(2, w);
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {  // signed codes q - 8
+    unpack_raw(b, c, u);
 GK_Q8_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      u.q[i] = __vsub4(w[i] & 0x0f0f0f0fu, 0x08080808u);
-      u.q[4 + i] = __vsub4((w[i] >> 4) & 0x0f0f0f0fu, 0x08080808u);
-    }
-    u.d = src_f16(b, 0);
+    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4(u.q[i], 0x08080808u);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -313,16 +308,10 @@ struct q8dot<F::q5_0> {
   struct wc { unsigned q[8]; float d; };
   GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) { unpack_from(ptr_src{b}, c, u); }
   template <class Src>
-  GK_Q8_MEMBER static void unpack_from(const Src& b, int, wc& u) {
-    unsigned w[4];
-    b.words(6, w);
-    const unsigned h = b.u32(2);
+  GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {  // signed codes q - 16
+    unpack_raw(b, c, u);
 GK_Q8_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      u.q[i] = __vsub4((w[i] & 0x0f0f0f0fu) | spread4(h >> (4 * i)), 0x10101010u);
-      u.q[4 + i] = __vsub4(((w[i] >> 4) & 0x0f0f0f0fu) | spread4(h >> (16 + 4 * i)), 0x10101010u);
-    }
-    u.d = src_f16(b, 0);
+    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4(u.q[i], 0x10101010u);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
