@@ -190,8 +190,14 @@ GK_Q8_FN bs_pair bsums_of(const A& a, std::int64_t kc) {
   return {bs[0], bs[1]};
 }
 
-// A 16-entry table of signed bytes applied to the four codes (0 .. 15, one per byte) of b:
-// two PRMTs pick from entries 0-7 and 8-15 by the low 3 bits, bit 3 chooses.
+// A 16-entry table of signed bytes applied to the eight 4-bit codes of a word w (byte i's
+// low nibble and high nibble): lo gets the values of the four low nibbles, hi those of the
+// four high ones. PRMT reads only the low 16 bits of its selector, four nibbles, so w's
+// codes are selectors as they lie: for nibbles 0-3, then w >> 16 for nibbles 4-7, two PRMTs
+// each pick from table entries 0-7 and 8-15 by a code's low 3 bits, a third chooses by bit
+// 3, and two more sort nibble order (lo, hi, lo, hi ...) into the low and the high codes.
+// 13 instructions for eight codes, where masking each half to bytes and looking those up
+// took about 23.
 struct lut16 {
   unsigned t0, t1, t2, t3;
 };
@@ -214,15 +220,21 @@ constexpr lut16 lut_fp4 = [] {
 }();
 // the tables as scalar constants (device code reads those, not a host constexpr object)
 template <bool Fp4>
-GK_Q8_FN unsigned lookup(unsigned b) {
+GK_Q8_FN void lookup8(unsigned w, unsigned& lo, unsigned& hi) {
   constexpr unsigned t0 = Fp4 ? lut_fp4.t0 : lut_iq4nl.t0, t1 = Fp4 ? lut_fp4.t1 : lut_iq4nl.t1;
   constexpr unsigned t2 = Fp4 ? lut_fp4.t2 : lut_iq4nl.t2, t3 = Fp4 ? lut_fp4.t3 : lut_iq4nl.t3;
-  const unsigned x = b | (b >> 4);
-  const unsigned sel = __byte_perm(x, 0, 0x4420) & 0x7777u;  // selector nibbles: codes & 7
-  const unsigned lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
-  const unsigned m = ((b >> 3) & 0x01010101u) * 0xffu;
-  return (lo & ~m) | (hi & m);
+  const unsigned s = w & 0x77777777u;                         // nibble k: code k's low 3 bits
+  const unsigned pick = ((w >> 1) & 0x44444444u) | 0x32103210u;  // byte k of the low or the high pick
+  const unsigned a = __byte_perm(__byte_perm(t0, t1, s), __byte_perm(t2, t3, s), pick);  // nibbles 0-3
+  const unsigned b = __byte_perm(__byte_perm(t0, t1, s >> 16), __byte_perm(t2, t3, s >> 16), pick >> 16);
+  lo = __byte_perm(a, b, 0x6420);
+  hi = __byte_perm(a, b, 0x7531);
 }
+
+// Byte-wise x - c for bytes of x in 0 .. 127 and of c in 0 .. 128: x + (128 - c) stays in
+// each byte, and the XOR takes the 128 back off mod 256. Two instructions; __vsub4, the
+// general byte-wise subtraction, is several since sm_50.
+GK_Q8_FN unsigned sub_bytes(unsigned x, unsigned c) { return (x + (0x80808080u - c)) ^ 0x80808080u; }
 
 // Four 5th bits (bits 0-3 of h) as bit 4 of four bytes.
 GK_Q8_FN unsigned spread4(unsigned h) { return ((h & 0xfu) * 0x00204081u & 0x01010101u) << 4; }
@@ -241,14 +253,15 @@ struct q8dot<F::q4_0> {
   GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {  // signed codes q - 8
     unpack_raw(b, c, u);
 GK_Q8_UNROLL
-    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4(u.q[i], 0x08080808u);
+    for (int i = 0; i < 8; ++i) u.q[i] = sub_bytes(u.q[i], 0x08080808u);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
   // The decode's cheaper pair (wide32::term; not the prompt path, whose mma takes signed
   // codes): the codes left as they are stored (0..15, non-negative as signed bytes too) and
   // the offset dotted on its own, sum (q - 8) a = sum q a + sum (-8) a, the same integer,
-  // without the 8 byte-wise subtractions (__vsub4, several instructions each since sm_50).
+  // without the 8 byte-wise subtractions (__vsub4 then, several instructions each since sm_50;
+  // unpack_from now subtracts by sub_bytes, two).
   // Nsight Compute had matvec_wide q4_0 at 5.07 M instructions where q4_1, more bytes and a
   // min term, took 3.85 M. H200, bench_cuda N 1, % of the copy bandwidth at M 4096 / 14336,
   // two rounds alternating with the old headers: q4_0 39 / 60 -> 44-45 / 68-69, q5_0 44-45 /
@@ -311,7 +324,7 @@ struct q8dot<F::q5_0> {
   GK_Q8_MEMBER static void unpack_from(const Src& b, int c, wc& u) {  // signed codes q - 16
     unpack_raw(b, c, u);
 GK_Q8_UNROLL
-    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4(u.q[i], 0x10101010u);
+    for (int i = 0; i < 8; ++i) u.q[i] = sub_bytes(u.q[i], 0x10101010u);
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
@@ -401,8 +414,7 @@ struct q8dot<F::iq4_nl> {
     b.words(2, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
-      u.q[i] = lookup<false>(w[i] & 0x0f0f0f0fu);
-      u.q[4 + i] = lookup<false>((w[i] >> 4) & 0x0f0f0f0fu);
+      lookup8<false>(w[i], u.q[i], u.q[4 + i]);
     }
     u.d = src_f16(b, 0);
   }
@@ -426,8 +438,7 @@ struct q8dot<F::mxfp4> {
     b.words(1, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
-      u.q[i] = lookup<true>(w[i] & 0x0f0f0f0fu);
-      u.q[4 + i] = lookup<true>((w[i] >> 4) & 0x0f0f0f0fu);
+      lookup8<true>(w[i], u.q[i], u.q[4 + i]);
     }
     u.h = fmt::e8m0_half(static_cast<std::uint8_t>(b.u32(0) & 0xffu));
   }
@@ -457,10 +468,8 @@ struct q8dot<F::nvfp4> {
     // 0 .. 7 (activation bytes 16s .. 16s + 7), high nibbles its weights 8 .. 15
 GK_Q8_UNROLL
     for (int s = 0; s < 2; ++s) {
-      u.q[4 * s + 0] = lookup<true>(w[2 * s] & 0x0f0f0f0fu);
-      u.q[4 * s + 1] = lookup<true>(w[2 * s + 1] & 0x0f0f0f0fu);
-      u.q[4 * s + 2] = lookup<true>((w[2 * s] >> 4) & 0x0f0f0f0fu);
-      u.q[4 * s + 3] = lookup<true>((w[2 * s + 1] >> 4) & 0x0f0f0f0fu);
+      lookup8<true>(w[2 * s], u.q[4 * s + 0], u.q[4 * s + 2]);
+      lookup8<true>(w[2 * s + 1], u.q[4 * s + 1], u.q[4 * s + 3]);
     }
     const unsigned scales = b.u32(0);
 GK_Q8_UNROLL
@@ -551,7 +560,7 @@ struct q8dot<F::q3_K> {
     const int sh = 2 * (c % 4);
 GK_Q8_UNROLL
     for (int i = 0; i < 8; ++i)
-      u.q[i] = __vsub4(((w[i] >> sh) & 0x03030303u) | (((h[i] >> c) & 0x01010101u) << 2), 0x04040404u);
+      u.q[i] = sub_bytes(((w[i] >> sh) & 0x03030303u) | (((h[i] >> c) & 0x01010101u) << 2), 0x04040404u);
     u.s0 = scale(b, 2 * c);
     u.s1 = scale(b, 2 * c + 1);
     u.d = ld_f16(b + 108);
@@ -629,7 +638,7 @@ struct q8dot<F::q6_K> {
     const int ls = 4 * (k >> 1), hs = 2 * k;
 GK_Q8_UNROLL
     for (int i = 0; i < 8; ++i)
-      u.q[i] = __vsub4(((lo[i] >> ls) & 0x0f0f0f0fu) | (((hi[i] >> hs) & 0x03030303u) << 4), 0x20202020u);
+      u.q[i] = sub_bytes(((lo[i] >> ls) & 0x0f0f0f0fu) | (((hi[i] >> hs) & 0x03030303u) << 4), 0x20202020u);
     const unsigned sc = ld_u32(b + 192 + 2 * c);
     u.s0 = static_cast<int>(static_cast<std::int8_t>(sc & 0xffu));
     u.s1 = static_cast<int>(static_cast<std::int8_t>((sc >> 8) & 0xffu));
@@ -656,8 +665,7 @@ struct q8dot<F::iq4_xs> {
     ld_words<4>(b + 8 + 16 * c, w);
 GK_Q8_UNROLL
     for (int i = 0; i < 4; ++i) {
-      u.q[i] = lookup<false>(w[i] & 0x0f0f0f0fu);
-      u.q[4 + i] = lookup<false>((w[i] >> 4) & 0x0f0f0f0fu);
+      lookup8<false>(w[i], u.q[i], u.q[4 + i]);
     }
     const unsigned hdr = ld_u32(b);  // d, scales_h
     const unsigned sl = ld_u32(b + 4 + c / 2) & 0xffu;
@@ -675,9 +683,12 @@ GK_Q8_UNROLL
 
 // ---- lattice formats: a codebook point per 8 (iq2) or 4 (iq3) weights, signs per weight ----
 
-// Four sign bits (bits 0-3 of s) as byte masks, and codebook bytes negated under them.
-GK_Q8_FN unsigned sign_mask4(unsigned s) { return ((s & 0xfu) * 0x00204081u & 0x01010101u) * 0xffu; }
-GK_Q8_FN unsigned apply_sign(unsigned v, unsigned m) { return __vsub4(v ^ m, m); }
+// Four sign bits (bits 0-3 of s) as bit 0 of four bytes, and codebook bytes negated where
+// it is set: -v = (v ^ 0xff) + 1 in each byte, as one 32-bit add, since no byte of any grid
+// is 0 (test_cuda_q8_dots checks every entry) and so no +1 carries into the next byte; 3
+// instructions a word where __vsub4(v ^ m, m) took several more.
+GK_Q8_FN unsigned sign_bits4(unsigned s) { return (s & 0xfu) * 0x00204081u & 0x01010101u; }
+GK_Q8_FN unsigned apply_sign(unsigned v, unsigned s1) { return (v ^ (s1 * 0xffu)) + s1; }
 
 // iq2_xxs: chunk k holds 4 groups of 8: grid indices in the word at 2 + 8k, sign indices and
 // the 4-bit scale s in the next; part: sum * (2s + 1).
@@ -694,8 +705,8 @@ GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const std::uint64_t pt = __ldg(&fmt::iq2xxs_grid.v[(w[0] >> (8 * l)) & 0xffu]);
       const unsigned s = fmt::ksigns_iq2xs.v[(w[1] >> (7 * l)) & 127u];
-      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_mask4(s));
-      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
+      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
+      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
     }
     u.ls = static_cast<int>(2 * (w[1] >> 28) + 1);
     u.d = src_f16(b, 0);
@@ -731,8 +742,8 @@ GK_Q8_UNROLL
       const unsigned g = (w[l / 2] >> (16 * (l % 2))) & 0xffffu;
       const std::uint64_t pt = __ldg(&fmt::iq2xs_grid.v[g & 511u]);
       const unsigned s = fmt::ksigns_iq2xs.v[g >> 9];
-      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_mask4(s));
-      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
+      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
+      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
     }
     u.sc = b.u32(66 + c) & 0xffu;
     u.d = src_f16(b, 0);
@@ -759,8 +770,8 @@ GK_Q8_UNROLL
       const unsigned g = ((idx >> (8 * l)) & 0xffu) | (((qh >> (2 * l)) & 3u) << 8);
       const std::uint64_t pt = __ldg(&fmt::iq2s_grid.v[g]);
       const unsigned s = (sg >> (8 * l)) & 0xffu;
-      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_mask4(s));
-      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_mask4(s >> 4));
+      u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
+      u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
     }
     u.sc = b.u32(74 + c) & 0xffu;
     u.d = src_f16(b, 0);
@@ -793,7 +804,7 @@ GK_Q8_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int k = 2 * l + h;
         const unsigned g = __ldg(&fmt::iq3xxs_grid.v[(qs[k / 4] >> (8 * (k % 4))) & 0xffu]);
-        u.q[k] = apply_sign(g, sign_mask4(s >> (4 * h)));
+        u.q[k] = apply_sign(g, sign_bits4(s >> (4 * h)));
       }
     }
     u.ls = static_cast<int>(2 * (aux >> 28) + 1);
@@ -824,7 +835,7 @@ struct q8dot<F::iq3_s> {
 GK_Q8_UNROLL
     for (int k = 0; k < 8; ++k) {
       const unsigned idx = ((qs[k / 4] >> (8 * (k % 4))) & 0xffu) | (((qh >> k) & 1u) << 8);
-      u.q[k] = apply_sign(__ldg(&fmt::iq3s_grid.v[idx]), sign_mask4(sg >> (4 * k)));
+      u.q[k] = apply_sign(__ldg(&fmt::iq3s_grid.v[idx]), sign_bits4(sg >> (4 * k)));
     }
     u.ls = static_cast<int>(1 + 2 * ((b.u32(106 + c / 2) >> (4 * (c & 1))) & 0xfu));
     u.d = src_f16(b, 0);
@@ -969,7 +980,7 @@ struct q8dot<F::tq2_0> {
     ld_words<8>(b + 32 * (c / 4), w);
     const int sh = 2 * (c % 4);
 GK_Q8_UNROLL
-    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4((w[i] >> sh) & 0x03030303u, 0x01010101u);
+    for (int i = 0; i < 8; ++i) u.q[i] = sub_bytes((w[i] >> sh) & 0x03030303u, 0x01010101u);
     u.d = ld_f16(b + 64);
   }
   template <class X, class A>
@@ -991,7 +1002,7 @@ struct q8dot<F::q1_0> {
   GK_Q8_MEMBER static void unpack(const unsigned char* b, int c, wc& u) {
     const unsigned bits = ld_u32(b + 2 + 4 * c);
 GK_Q8_UNROLL
-    for (int i = 0; i < 8; ++i) u.q[i] = __vsub4(spread4(bits >> (4 * i)) >> 3, 0x01010101u);  // 2 * bit - 1
+    for (int i = 0; i < 8; ++i) u.q[i] = sub_bytes(spread4(bits >> (4 * i)) >> 3, 0x01010101u);  // 2 * bit - 1
     u.d = ld_f16(b);
     u.c = c;
   }
@@ -1022,7 +1033,7 @@ GK_Q8_UNROLL
     for (int i = 0; i < 8; ++i) {
       const unsigned v = (w[i / 4] >> (8 * (i % 4))) & 0xffu;
       const unsigned spread = (v & 3u) | ((v >> 2) & 3u) << 8 | ((v >> 4) & 3u) << 16 | ((v >> 6) & 3u) << 24;
-      u.q[i] = __vsub4(spread, 0x01010101u);
+      u.q[i] = sub_bytes(spread, 0x01010101u);
     }
     u.d = ld_f16(b);
     u.c = c;

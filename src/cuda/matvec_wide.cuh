@@ -281,8 +281,7 @@ GK_Q8_UNROLL
       unsigned q[8];
 GK_Q8_UNROLL
       for (int i = 0; i < 4; ++i) {
-        q[i] = lookup<false>(v[2 + 4 * j + i] & 0x0f0f0f0fu);
-        q[4 + i] = lookup<false>((v[2 + 4 * j + i] >> 4) & 0x0f0f0f0fu);
+        lookup8<false>(v[2 + 4 * j + i], q[i], q[4 + i]);
       }
       const unsigned sl = byte_at(v[1], c / 2);
       const int ls = static_cast<int>(((sl >> (4 * (c % 2))) & 0xf) | (((v[0] >> (16 + 2 * c)) & 3) << 4)) - 32;

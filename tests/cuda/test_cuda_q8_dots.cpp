@@ -364,4 +364,84 @@ TEST_CASE("matvec_q8 block dots control: codes off by one must fail", "[.control
   CHECK(mismatches<F::q4_0, q4_0_off_by_one>(50) == 0);
 }
 
+// ---- the byte tricks, against their plain definitions ----
+namespace {
+// words of every grid apply_sign is used on (iq2_xxs, iq2_xs, iq2_s: 8 bytes a point; iq3_xxs,
+// iq3_s: 4)
+std::vector<unsigned> lattice_grid_words() {
+  std::vector<unsigned> v;
+  for (const auto& g : {std::pair{gk::codebooks::iq2xxs_grid, std::size(gk::codebooks::iq2xxs_grid)},
+                        std::pair{gk::codebooks::iq2xs_grid, std::size(gk::codebooks::iq2xs_grid)},
+                        std::pair{gk::codebooks::iq2s_grid, std::size(gk::codebooks::iq2s_grid)}})
+    for (std::size_t i = 0; i < g.second; ++i) {
+      v.push_back(static_cast<unsigned>(g.first[i]));
+      v.push_back(static_cast<unsigned>(g.first[i] >> 32));
+    }
+  for (unsigned x : gk::codebooks::iq3xxs_grid) v.push_back(x);
+  for (unsigned x : gk::codebooks::iq3s_grid) v.push_back(x);
+  return v;
+}
+// apply_sign(v, s) against the byte-wise definition, every sign nibble: the words that differ
+template <class Sign>
+int sign_mismatches(const std::vector<unsigned>& words, Sign apply) {
+  int bad = 0;
+  for (unsigned v : words)
+    for (unsigned s = 0; s < 16; ++s) {
+      const unsigned m = q8::sign_bits4(s) * 0xffu;
+      if (apply(v, q8::sign_bits4(s)) != __vsub4(v ^ m, m)) ++bad;
+    }
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("apply_sign negates each grid byte exactly (no byte of any lattice grid is 0)", "[cuda][q8]") {
+  const auto words = lattice_grid_words();
+  REQUIRE(words.size() == 2 * (256 + 512 + 1024) + 256 + 512);
+  CHECK(sign_mismatches(words, [](unsigned v, unsigned s) { return q8::apply_sign(v, s); }) == 0);
+}
+
+TEST_CASE("apply_sign control: a 0 byte carries into the next and must fail", "[.control]") {
+  // the one input the grids never hold; planted to show the comparison sees the carry
+  CHECK(sign_mismatches({0x08000819u}, [](unsigned v, unsigned s) { return q8::apply_sign(v, s); }) == 0);
+}
+
+TEST_CASE("sub_bytes is the byte-wise subtraction for codes below 128", "[cuda][q8]") {
+  // every byte value 0..127 in every position, against each constant the unpackers subtract
+  for (unsigned c : {0x01u, 0x04u, 0x08u, 0x10u, 0x20u, 0x80u}) {
+    const unsigned cw = c * 0x01010101u;
+    int bad = 0;
+    for (unsigned x = 0; x < 128; ++x)
+      for (unsigned y : {0u, 1u, 63u, 127u}) {
+        const unsigned w = x | y << 8 | x << 16 | (127u - x) << 24;
+        const unsigned v = (127u - x) | x << 8 | y << 16 | x << 24;
+        if (q8::sub_bytes(w, cw) != __vsub4(w, cw) || q8::sub_bytes(v, cw) != __vsub4(v, cw)) ++bad;
+      }
+    INFO("constant " << c);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("lookup8 gives each nibble's table entry, low nibbles then high", "[cuda][q8]") {
+  auto check = [](auto table, auto lookup) {
+    std::mt19937 rng(3);
+    int bad = 0;
+    for (int t = 0; t < (1 << 17); ++t) {
+      // the low 16 bits through every value, the high ones random
+      const unsigned w = static_cast<unsigned>(t & 0xffff) | static_cast<unsigned>(rng()) << 16;
+      unsigned lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+      lookup(w, lo, hi);
+      for (int i = 0; i < 4; ++i) {
+        want_lo |= static_cast<unsigned>(static_cast<std::uint8_t>(table((w >> (8 * i)) & 0xf))) << (8 * i);
+        want_hi |= static_cast<unsigned>(static_cast<std::uint8_t>(table((w >> (8 * i + 4)) & 0xf))) << (8 * i);
+      }
+      if (lo != want_lo || hi != want_hi) ++bad;
+    }
+    return bad;
+  };
+  CHECK(check([](unsigned c) { return gk::codebooks::kvalues_iq4nl[c]; },
+              [](unsigned w, unsigned& lo, unsigned& hi) { q8::lookup8<false>(w, lo, hi); }) == 0);
+  CHECK(check([](unsigned c) { return F::detail::fp4_doubled(static_cast<std::uint8_t>(c)); },
+              [](unsigned w, unsigned& lo, unsigned& hi) { q8::lookup8<true>(w, lo, hi); }) == 0);
+}
+
 GK_EXACT_FP_END
