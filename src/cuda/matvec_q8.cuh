@@ -687,6 +687,9 @@ GK_Q8_UNROLL
 // it is set: -v = (v ^ 0xff) + 1 in each byte, as one 32-bit add, since no byte of any grid
 // is 0 (test_cuda_q8_dots checks every entry) and so no +1 carries into the next byte; 3
 // instructions a word where __vsub4(v ^ m, m) took several more.
+// ksigns_iq2xs[k] as arithmetic: the 7 stored sign bits and an eighth that makes their
+// count even (test_cuda_q8_dots checks all 128 entries), so no table load.
+GK_Q8_FN unsigned ksign(unsigned k) { return k | (static_cast<unsigned>(__popc(k)) & 1u) << 7; }
 GK_Q8_FN unsigned sign_bits4(unsigned s) { return (s & 0xfu) * 0x00204081u & 0x01010101u; }
 GK_Q8_FN unsigned apply_sign(unsigned v, unsigned s1) { return (v ^ (s1 * 0xffu)) + s1; }
 
@@ -704,7 +707,7 @@ struct q8dot<F::iq2_xxs> {
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const std::uint64_t pt = __ldg(&fmt::iq2xxs_grid.v[(w[0] >> (8 * l)) & 0xffu]);
-      const unsigned s = fmt::ksigns_iq2xs.v[(w[1] >> (7 * l)) & 127u];
+      const unsigned s = ksign((w[1] >> (7 * l)) & 127u);
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
     }
@@ -741,7 +744,7 @@ GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned g = (w[l / 2] >> (16 * (l % 2))) & 0xffffu;
       const std::uint64_t pt = __ldg(&fmt::iq2xs_grid.v[g & 511u]);
-      const unsigned s = fmt::ksigns_iq2xs.v[g >> 9];
+      const unsigned s = ksign(g >> 9);
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
     }
@@ -799,7 +802,7 @@ struct q8dot<F::iq3_xxs> {
     const unsigned aux = b.u32(66 + 4 * c);
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
-      const unsigned s = fmt::ksigns_iq2xs.v[(aux >> (7 * l)) & 127u];
+      const unsigned s = ksign((aux >> (7 * l)) & 127u);
 GK_Q8_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int k = 2 * l + h;

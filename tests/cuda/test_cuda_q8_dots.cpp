@@ -52,6 +52,7 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   for (int n = 0; n < 4; ++n) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
   return r;
 }
+inline int __popc(unsigned v) { return std::popcount(v); }
 inline float __int2float_rn(int v) { return static_cast<float>(v); }
 inline float __int_as_float(int v) { return std::bit_cast<float>(v); }
 template <class T>
@@ -403,6 +404,12 @@ TEST_CASE("apply_sign negates each grid byte exactly (no byte of any lattice gri
 TEST_CASE("apply_sign control: a 0 byte carries into the next and must fail", "[.control]") {
   // the one input the grids never hold; planted to show the comparison sees the carry
   CHECK(sign_mismatches({0x08000819u}, [](unsigned v, unsigned s) { return q8::apply_sign(v, s); }) == 0);
+}
+
+TEST_CASE("ksign is the iq2 sign table", "[cuda][q8]") {
+  int bad = 0;
+  for (unsigned k = 0; k < 128; ++k) bad += q8::ksign(k) != gk::codebooks::ksigns_iq2xs[k];
+  CHECK(bad == 0);
 }
 
 TEST_CASE("sub_bytes is the byte-wise subtraction for codes below 128", "[cuda][q8]") {
