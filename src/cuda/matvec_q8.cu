@@ -389,13 +389,23 @@ constexpr int wide_group_bytes() {
     return static_cast<int>(sizeof(typename W::block));
 }
 
+// bytes of the lattice grid matvec_wide keeps in shared memory for W (0: none)
+template <class W>
+constexpr int wide_tab_bytes() {
+  if constexpr (requires { q8::wide<W>::tab_bytes; })
+    return q8::wide<W>::tab_bytes;
+  else
+    return 0;
+}
+
 // One task's arithmetic, shared by matvec_wide and matvec_stream: group b of the step (b >=
 // nb: a dead group, its terms dropped, as is the planted control's block `dropped`), lane
 // sub of its 4, the R rows' words in cur; adds each row's term to acc. The activations come
 // by __ldg (Ldg, global memory) or a plain load (shared memory).
 template <class W, int R, bool Ldg>
 __device__ __forceinline__ void wide_task(const unsigned (&cur)[R][q8::wide<W>::words], const q8::act_col& ac,
-                                          int sub, int b, int nb, int dropped, float (&acc)[R]) {
+                                          int sub, int b, int nb, int dropped, float (&acc)[R],
+                                          const void* tab = nullptr) {
   using V = q8::wide<W>;
   using Q = q8::q8dot<W>;
   constexpr int L = V::lanes, NP = Q::np;
@@ -425,7 +435,10 @@ __device__ __forceinline__ void wide_task(const unsigned (&cur)[R][q8::wide<W>::
     } else {
       int pr[NP];
       typename Q::wc h;
-      V::parts(cur[r], sub, x, ac, bb, pr, h);
+      if constexpr (Ldg && wide_tab_bytes<W>() > 0)  // matvec_wide: the grid from shared memory
+        V::parts_tab(cur[r], sub, x, ac, bb, pr, h, tab);
+      else
+        V::parts(cur[r], sub, x, ac, bb, pr, h);
 #pragma unroll
       for (int o = 1; o < L; o <<= 1)
 #pragma unroll
@@ -457,6 +470,17 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
   const std::int64_t groups = (p.m + R - 1) / R;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * mw_warps;
   const int dropped = plant == 2 ? nb - 1 : -1;  // the control's lost block
+  // iq2_xxs, iq3_xxs and iq3_s: the grid copied once a block (wide_lattice::parts_tab), read
+  // from shared memory. H200, bench_cuda N 1, % of the copy bandwidth at M 4096 / 14336,
+  // two rounds against the grid through L1: iq2_xxs 15 / 22 -> 15 / 23, iq3_xxs 20 / 28 ->
+  // 21 / 29-30, iq3_s (GK_CUDA_MQ_STREAM=0; it streams by default) 21 / 28 -> 21 / 30.
+  constexpr int TB = wide_tab_bytes<W>();
+  __shared__ __align__(16) unsigned tab[TB > 0 ? TB / 4 : 1];
+  if constexpr (TB > 0) {
+    const unsigned* grid = reinterpret_cast<const unsigned*>(q8::lattice_grid<W>::get().v);
+    for (int i = threadIdx.x; i < TB / 4; i += blockDim.x) tab[i] = __ldg(grid + i);
+    __syncthreads();
+  }
   bool waited = false;
   for (std::int64_t q = blockIdx.y; q < p.ncols; q += gridDim.y) {
     const char* w;
@@ -500,7 +524,7 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
       const int ns = last ? 0 : s + 1;
       if (ng < groups) fetch(ng, ns, nxt);
       else if (q + gridDim.y >= p.ncols) pdl_launch_dependents();  // this warp's last loads are out
-      wide_task<W, R, true>(cur, ac, sub, s * G + grp, nb, dropped, acc);
+      wide_task<W, R, true>(cur, ac, sub, s * G + grp, nb, dropped, acc, tab);
       if (last) wide_rows_end<R>(acc, lane, g * R, p.m, y);
       g = ng;
       s = ns;

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 // GK_Q8_HOST: the block dots (not the encoders) compiled as host code against emulated
 // intrinsics, so tests/cuda/test_cuda_q8_dots.cpp can check them bit for bit against
@@ -687,6 +688,17 @@ GK_Q8_UNROLL
 // it is set: -v = (v ^ 0xff) + 1 in each byte, as one 32-bit add, since no byte of any grid
 // is 0 (test_cuda_q8_dots checks every entry) and so no +1 carries into the next byte; 3
 // instructions a word where __vsub4(v ^ m, m) took several more.
+// Lattice grid entry i: from the shared-memory copy the source carries (Src::tab: matvec_wide's
+// lanes, matvec_wide.cuh), else from global memory through L1.
+template <class Src, class Tab>
+GK_Q8_FN auto grid_at(const Src& b, const Tab& t, unsigned i) {
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(t.v[0])>>;
+  if constexpr (requires { b.tab; })
+    return static_cast<const T*>(b.tab)[i];
+  else
+    return __ldg(&t.v[i]);
+}
+
 // ksigns_iq2xs[k] as arithmetic: the 7 stored sign bits and an eighth that makes their
 // count even (test_cuda_q8_dots checks all 128 entries), so no table load.
 GK_Q8_FN unsigned ksign(unsigned k) { return k | (static_cast<unsigned>(__popc(k)) & 1u) << 7; }
@@ -706,7 +718,7 @@ struct q8dot<F::iq2_xxs> {
     b.words(2 + 8 * c, w);
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
-      const std::uint64_t pt = __ldg(&fmt::iq2xxs_grid.v[(w[0] >> (8 * l)) & 0xffu]);
+      const std::uint64_t pt = grid_at(b, fmt::iq2xxs_grid, (w[0] >> (8 * l)) & 0xffu);
       const unsigned s = ksign((w[1] >> (7 * l)) & 127u);
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
@@ -743,7 +755,7 @@ struct q8dot<F::iq2_xs> {
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned g = (w[l / 2] >> (16 * (l % 2))) & 0xffffu;
-      const std::uint64_t pt = __ldg(&fmt::iq2xs_grid.v[g & 511u]);
+      const std::uint64_t pt = grid_at(b, fmt::iq2xs_grid, g & 511u);
       const unsigned s = ksign(g >> 9);
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
@@ -771,7 +783,7 @@ struct q8dot<F::iq2_s> {
 GK_Q8_UNROLL
     for (int l = 0; l < 4; ++l) {
       const unsigned g = ((idx >> (8 * l)) & 0xffu) | (((qh >> (2 * l)) & 3u) << 8);
-      const std::uint64_t pt = __ldg(&fmt::iq2s_grid.v[g]);
+      const std::uint64_t pt = grid_at(b, fmt::iq2s_grid, g);
       const unsigned s = (sg >> (8 * l)) & 0xffu;
       u.q[2 * l] = apply_sign(static_cast<unsigned>(pt), sign_bits4(s));
       u.q[2 * l + 1] = apply_sign(static_cast<unsigned>(pt >> 32), sign_bits4(s >> 4));
@@ -806,7 +818,7 @@ GK_Q8_UNROLL
 GK_Q8_UNROLL
       for (int h = 0; h < 2; ++h) {
         const int k = 2 * l + h;
-        const unsigned g = __ldg(&fmt::iq3xxs_grid.v[(qs[k / 4] >> (8 * (k % 4))) & 0xffu]);
+        const unsigned g = grid_at(b, fmt::iq3xxs_grid, (qs[k / 4] >> (8 * (k % 4))) & 0xffu);
         u.q[k] = apply_sign(g, sign_bits4(s >> (4 * h)));
       }
     }
@@ -838,7 +850,7 @@ struct q8dot<F::iq3_s> {
 GK_Q8_UNROLL
     for (int k = 0; k < 8; ++k) {
       const unsigned idx = ((qs[k / 4] >> (8 * (k % 4))) & 0xffu) | (((qh >> k) & 1u) << 8);
-      u.q[k] = apply_sign(__ldg(&fmt::iq3s_grid.v[idx]), sign_bits4(sg >> (4 * k)));
+      u.q[k] = apply_sign(grid_at(b, fmt::iq3s_grid, idx), sign_bits4(sg >> (4 * k)));
     }
     u.ls = static_cast<int>(1 + 2 * ((b.u32(106 + c / 2) >> (4 * (c & 1))) & 0xfu));
     u.d = src_f16(b, 0);

@@ -343,23 +343,57 @@ GK_Q8_UNROLL
   GK_Q8_FN unsigned u32(int off) const { return at(off); }
 };
 
+// lane_src with the format's grid copied into shared memory (tab), which q8dot's
+// grid_at then reads instead of global memory. The grids are gathered at a random entry
+// per 4 or 8 weights; through L1 a warp's 32 gathers touch up to 32 cache lines, so
+// Nsight Compute had L1 at 73% of its peak in iq2_xxs decode (M 14336) with DRAM at 17%.
+template <int NV, class Lay>
+struct lane_src_tab : lane_src<NV, Lay> {
+  const void* tab;
+};
+
+// The lattice grid matvec_wide copies into shared memory for a format. None for iq2_xs and
+// iq2_s (4 and 8 KiB): copying them at each block's start lost at M 4096 (iq2_xs 16 -> 15%,
+// iq2_s 17 -> 14%) for at most a point at M 14336; nor iq1_s / iq1_m (16 KiB, not tried).
+template <class W>
+struct lattice_grid;
+template <>
+struct lattice_grid<F::iq2_xxs> {
+  using type = std::uint64_t;
+  static constexpr int n = 256;
+  GK_Q8_FN static const auto& get() { return fmt::iq2xxs_grid; }
+};
+template <>
+struct lattice_grid<F::iq3_xxs> {
+  using type = std::uint32_t;
+  static constexpr int n = 256;
+  GK_Q8_FN static const auto& get() { return fmt::iq3xxs_grid; }
+};
+template <>
+struct lattice_grid<F::iq3_s> {
+  using type = std::uint32_t;
+  static constexpr int n = 512;
+  GK_Q8_FN static const auto& get() { return fmt::iq3s_grid; }
+};
+
 template <class W, class Lay>
 struct wide_lattice {
   using Q = q8dot<W>;
   static constexpr int lanes = 4, align = Lay::align, words = Lay::words;
   GK_Q8_FN static int chunk(int l, int j) { return 2 * l + j; }
   GK_Q8_MEMBER static void load(const unsigned char* b, int l, unsigned (&v)[words]) { Lay::load(b, l, v); }
-  template <class A>
-  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
-                                 typename Q::wc& h) {
+  // parts with the chunks unpacked from src (a lane_src or lane_src_tab of v)
+  template <class A, class Src>
+  GK_Q8_MEMBER static void parts_from(const Src& src, int l, const int* x, const A& a, std::int64_t blk, int* p,
+                                      typename Q::wc& h) {
     int s[Q::np] = {};
 GK_Q8_UNROLL
     for (int j = 0; j < 2; ++j) {
       typename Q::wc u;
       if constexpr (requires { Lay::split; })
-        Q::unpack_from(lane_src<words, Lay>{v}, j, 2 * l + j, u);
+        Q::unpack_from(src, j, 2 * l + j, u);
       else
-        Q::unpack_from(lane_src<words, Lay>{v}, j, u);
+        Q::unpack_from(src, j, u);
       const std::int64_t kc = blk * Q::ch + 2 * l + j;  // the chunk's index in the row
       int pc[Q::np];
       Q::part(u, x + 8 * j, a, kc, pc);
@@ -370,6 +404,25 @@ GK_Q8_UNROLL
 GK_Q8_UNROLL
     for (int i = 0; i < Q::np; ++i) p[i] = s[i];
   }
+  template <class A>
+  GK_Q8_MEMBER static void parts(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                                 typename Q::wc& h) {
+    parts_from(lane_src<words, Lay>{v}, l, x, a, blk, p, h);
+  }
+  // the same with the grid read from tab, a copy of lattice_grid<W>'s table (tab_bytes bytes)
+  template <class A>
+  GK_Q8_MEMBER static void parts_tab(const unsigned (&v)[words], int l, const int* x, const A& a, std::int64_t blk,
+                                     int* p, typename Q::wc& h, const void* tab)
+    requires requires { lattice_grid<W>::get(); }
+  {
+    parts_from(lane_src_tab<words, Lay>{{v}, tab}, l, x, a, blk, p, h);
+  }
+  static constexpr int tab_bytes = [] {
+    if constexpr (requires { lattice_grid<W>::n; })
+      return lattice_grid<W>::n * static_cast<int>(sizeof(typename lattice_grid<W>::type));
+    else
+      return 0;
+  }();
 };
 
 // iq2_xxs (66 bytes): codes and sign words 2 + 16 l .. (v 0-3), d (v 4)

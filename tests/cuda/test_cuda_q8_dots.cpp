@@ -181,6 +181,23 @@ struct iq3_s_signs_swapped : q8::wide<F::iq3_s> {
   }
 };
 
+// matvec_wide's lattice dot with the grid read from a table (the kernel's shared-memory copy;
+// here a copy of the codebook in a buffer), through parts_tab
+template <class W>
+struct wide_with_tab : q8::wide<W> {
+  using base = q8::wide<W>;
+  template <class A>
+  static void parts(const unsigned (&v)[base::words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                    typename base::Q::wc& h) {
+    static const std::vector<unsigned char> tab = [] {
+      std::vector<unsigned char> t(base::tab_bytes);
+      std::memcpy(t.data(), q8::lattice_grid<W>::get().v, t.size());
+      return t;
+    }();
+    base::parts_tab(v, l, x, a, blk, p, h, tab.data());
+  }
+};
+
 // Blocks whose wide-dot term (V's lanes' parts summed, q8dot<W>::term) differs from W::dot.
 template <class W, class V = q8::wide<W>>
 int wide_mismatches(int trials) {
@@ -309,7 +326,7 @@ int wide32_mismatches(int trials) {
 }  // namespace
 
 TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
-  int served = 0;
+  int served = 0, tabbed = 0;
   std::apply(
       [&](auto... w) {
         (
@@ -320,6 +337,12 @@ TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[
                   CHECK(wide32_mismatches<W>(200) == 0);
                 else
                   CHECK(wide_mismatches<W>(200) == 0);
+                if constexpr (requires { q8::wide<W>::tab_bytes; }) {
+                  if constexpr (q8::wide<W>::tab_bytes > 0) {
+                    CHECK(wide_mismatches<W, wide_with_tab<W>>(200) == 0);
+                    ++tabbed;
+                  }
+                }
                 ++served;
               }
             }(w),
@@ -329,6 +352,7 @@ TEST_CASE("matvec_wide block dots equal W::dot bit for bit (host emulation)", "[
   // q4_K, q5_K, q6_K, q2_K, q3_K, iq4_xs; iq2_xxs, iq3_s, iq3_xxs, iq2_xs, iq2_s, iq1_s, iq1_m,
   // tq1_0, tq2_0; q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4, nvfp4
   CHECK(served == 23);
+  CHECK(tabbed == 3);  // iq2_xxs, iq3_xxs, iq3_s also with the grid from a table
 }
 
 TEST_CASE("matvec_wide block dots control: codes of the wrong half must fail", "[.control]") {
@@ -337,6 +361,26 @@ TEST_CASE("matvec_wide block dots control: codes of the wrong half must fail", "
 
 TEST_CASE("matvec_wide lattice control: the other chunk's signs must fail", "[.control]") {
   CHECK(wide_mismatches<F::iq3_s, iq3_s_signs_swapped>(50) == 0);
+}
+
+// the table control: iq2_xxs reading its grid from a table shifted by one entry
+struct iq2_xxs_tab_shifted : q8::wide<F::iq2_xxs> {
+  using base = q8::wide<F::iq2_xxs>;
+  template <class A>
+  static void parts(const unsigned (&v)[base::words], int l, const int* x, const A& a, std::int64_t blk, int* p,
+                    typename base::Q::wc& h) {
+    static const std::vector<std::uint64_t> tab = [] {
+      std::vector<std::uint64_t> t(257);
+      for (int i = 0; i < 256; ++i) t[i + 1] = gk::codebooks::iq2xxs_grid[i];
+      t[0] = gk::codebooks::iq2xxs_grid[255];
+      return t;
+    }();
+    base::parts_tab(v, l, x, a, blk, p, h, tab.data());
+  }
+};
+
+TEST_CASE("matvec_wide lattice table control: a grid off by one entry must fail", "[.control]") {
+  CHECK(wide_mismatches<F::iq2_xxs, iq2_xxs_tab_shifted>(50) == 0);
 }
 
 TEST_CASE("matvec_wide whole-block control: a lane's blocks swapped must fail", "[.control]") {
