@@ -684,10 +684,6 @@ GK_Q8_UNROLL
 
 // ---- lattice formats: a codebook point per 8 (iq2) or 4 (iq3) weights, signs per weight ----
 
-// Four sign bits (bits 0-3 of s) as bit 0 of four bytes, and codebook bytes negated where
-// it is set: -v = (v ^ 0xff) + 1 in each byte, as one 32-bit add, since no byte of any grid
-// is 0 (test_cuda_q8_dots checks every entry) and so no +1 carries into the next byte; 3
-// instructions a word where __vsub4(v ^ m, m) took several more.
 // Lattice grid entry i: from the shared-memory copy the source carries (Src::tab: matvec_wide's
 // lanes, matvec_wide.cuh), else from global memory through L1.
 template <class Src, class Tab>
@@ -702,6 +698,11 @@ GK_Q8_FN auto grid_at(const Src& b, const Tab& t, unsigned i) {
 // ksigns_iq2xs[k] as arithmetic: the 7 stored sign bits and an eighth that makes their
 // count even (test_cuda_q8_dots checks all 128 entries), so no table load.
 GK_Q8_FN unsigned ksign(unsigned k) { return k | (static_cast<unsigned>(__popc(k)) & 1u) << 7; }
+
+// Four sign bits (bits 0-3 of s) as bit 0 of four bytes, and codebook bytes negated where
+// it is set: -v = (v ^ 0xff) + 1 in each byte, as one 32-bit add, since no byte of any grid
+// is 0 (test_cuda_q8_dots checks every entry) and so no +1 carries into the next byte; 3
+// instructions a word where __vsub4(v ^ m, m) took several more.
 GK_Q8_FN unsigned sign_bits4(unsigned s) { return (s & 0xfu) * 0x00204081u & 0x01010101u; }
 GK_Q8_FN unsigned apply_sign(unsigned v, unsigned s1) { return (v ^ (s1 * 0xffu)) + s1; }
 

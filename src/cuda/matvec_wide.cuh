@@ -359,20 +359,17 @@ template <class W>
 struct lattice_grid;
 template <>
 struct lattice_grid<F::iq2_xxs> {
-  using type = std::uint64_t;
-  static constexpr int n = 256;
+  static constexpr const auto& host = gk::codebooks::iq2xxs_grid;  // host copy, for the size
   GK_Q8_FN static const auto& get() { return fmt::iq2xxs_grid; }
 };
 template <>
 struct lattice_grid<F::iq3_xxs> {
-  using type = std::uint32_t;
-  static constexpr int n = 256;
+  static constexpr const auto& host = gk::codebooks::iq3xxs_grid;  // host copy, for the size
   GK_Q8_FN static const auto& get() { return fmt::iq3xxs_grid; }
 };
 template <>
 struct lattice_grid<F::iq3_s> {
-  using type = std::uint32_t;
-  static constexpr int n = 512;
+  static constexpr const auto& host = gk::codebooks::iq3s_grid;  // host copy, for the size
   GK_Q8_FN static const auto& get() { return fmt::iq3s_grid; }
 };
 
@@ -418,8 +415,8 @@ GK_Q8_UNROLL
     parts_from(lane_src_tab<words, Lay>{{v}, tab}, l, x, a, blk, p, h);
   }
   static constexpr int tab_bytes = [] {
-    if constexpr (requires { lattice_grid<W>::n; })
-      return lattice_grid<W>::n * static_cast<int>(sizeof(typename lattice_grid<W>::type));
+    if constexpr (requires { lattice_grid<W>::host; })
+      return static_cast<int>(sizeof(lattice_grid<W>::host));
     else
       return 0;
   }();
