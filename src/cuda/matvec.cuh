@@ -125,6 +125,61 @@ __device__ __forceinline__ void copy_async_wait() {
 #endif
 }
 
+// Bulk copies (cp.async.bulk, sm_90+): one instruction moves n bytes (a multiple of 16, both
+// addresses 16-byte aligned) from global to shared memory through the async proxy, and the
+// bytes are counted on an mbarrier in the same shared memory. A phase of the barrier ends
+// when its one arrival (bulk_expect, the bytes to come) has come and those bytes have
+// landed; bulk_wait returns once the phase of the given parity has ended, after which plain
+// loads see the bytes. Elsewhere they trap: the host launches them only where cc >= 90.
+__device__ __forceinline__ void bulk_init(unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+#else
+  __trap();
+#endif
+}
+// after bulk_init, before the barrier is used by the async proxy
+__device__ __forceinline__ void bulk_init_fence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_expect(unsigned long long* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void bulk_copy(void* smem, const void* gmem, unsigned n, unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(s),
+               "l"(gmem), "r"(n), "r"(b)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void bulk_wait(unsigned long long* bar, unsigned parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(b), "r"(parity)
+        : "memory");
+  } while (!done);
+#else
+  __trap();
+#endif
+}
+
 // Raises a kernel's dynamic shared-memory limit once per device (the kernels of matmul.cu,
 // matvec_q8.cu and mmq.cu that take more than 48 KiB).
 template <auto Kernel>

@@ -40,10 +40,11 @@
 //     -> 58, iq4_nl 16 -> 24 / 29 -> 38, mxfp4 15 -> 21 / 27 -> 33, nvfp4 14 -> 21 / 23 ->
 //     35 (the reference: q8_0 43-46 / 59-60, q4_0 26-29 / 42, mxfp4 24 / 32, nvfp4 26-27 /
 //     37).
-//   matvec_stream<W, R>: matvec_wide's tasks and arithmetic with the weights fed through
-//     shared memory (a ring of 4 tasks a warp, cp.async) and the column's activations
-//     copied there once a block; the default for q8_0, q5_K, q6_K, q2_K, q3_K and iq3_s on
-//     16-byte aligned rows (ms_default, with the figures).
+//   matvec_stream<W, R, Bulk>: matvec_wide's tasks and arithmetic with the weights fed through
+//     shared memory (a ring of 3-6 tasks a warp, by cp.async.bulk or cp.async) and the
+//     column's activations copied there once a block; the default for q4_0, q4_1, q8_0,
+//     q4_K, q5_K, q6_K, q2_K, q3_K, iq3_s, iq4_nl, iq4_xs and tq2_0 on 16-byte aligned rows
+//     (ms_bulk_default and ms_default, with the figures).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -551,6 +552,11 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
 //     weights, the rows' bytes as they lie). Lanes copy a task with 16-byte cp.async,
 //     zero-filling past a row's last live group (nothing past it is read), one commit group
 //     a task, ms_depth - 1 tasks ahead of the one being dotted.
+//     With Bulk (sm_90+) one lane copies a task instead: R cp.async.bulk (a row's live
+//     bytes each) counted on the stage's mbarrier, which the warp waits on. Nsight Compute
+//     had the per-lane copies (address and size arithmetic, commit, wait: ~146 warp
+//     instructions a task of q4_0 at R 2) make the cp.async kernel issue 1.5x matvec_wide's
+//     instructions (q4_0 M 14336: 6.24 M against 4.15 M).
 //   - A task's words come from its stage by the same V::load, into one register buffer;
 //     terms, shuffles and sums are matvec_wide's, so every output is its bits.
 // Needs: weight rows 16-byte aligned (data and strides), rows of whole 256-weight groups,
@@ -587,15 +593,67 @@ template <class W>
 constexpr bool ms_default = std::is_same_v<W, F::q8_0> || std::is_same_v<W, F::q5_K> || std::is_same_v<W, F::q6_K> ||
                             std::is_same_v<W, F::q3_K> || std::is_same_v<W, F::q2_K> || std::is_same_v<W, F::iq3_s>;
 
+// The formats one-column decode sends to matvec_stream<W, R, true> (bulk copies) by default
+// where ms_bulk_ok allows, each with its ring depth (ms_depth_of; GK_CUDA_MQ_STREAM=2: every
+// format with a wide dot). Where bulk copies are not allowed, those of ms_default take
+// matvec_stream<W, R, false> and the rest matvec_wide. Chosen by measurement (nineteenth
+// session, H200, bench_cuda N 1, % of the copy bandwidth at M 4096 / 14336, K 4096, two
+// rounds; matvec_wide -> bulk at depth 4 / depth 3 / depth 6; R 1 lost everywhere but q6_K):
+// q4_0 44-45 / 68-69 -> 42-43 / 70-71, 43 / 71, 42 / 66-67; q4_1 48 / 73 -> 46 / 74, 45 /
+// 77, 43 / 71; q4_K 37-38 / 58-59 -> 39 / 61, 39 / 63, 36 / 57; q5_K 35 / 56-57 -> 44 / 63,
+// 41 / 63-64, 41 / 62-63; q6_K 34 / 53 -> 41-42 / 63, 39-40 / 63-64, 42 / 60; q2_K 25 / 36 ->
+// 26 / 40, 26 / 39, 26 / 39; q3_K 20 / 31 -> 23 / 33, 23 / 33-34, 27 / 35; iq3_s 21 / 29 ->
+// 23 / 31, 23 / 30, 23 / 30; iq4_nl 34 / 48 -> 31 / 45, 31 / 46-47, 37 / 48; iq4_xs 30 / 46
+// -> 32 / 42, 33 / 43-44, 34 / 45; tq2_0 23 / 32 -> 22-23 / 33-34, 23 / 33, 23 / 36; q8_0
+// (cp.async stream 53 / 83) 54 / 69 -> 57-58 / 83-84, 55 / 81-82, (depth 6: more shared
+// memory than allowed, wide). Not these, where matvec_wide stayed as fast or faster: q5_0
+// 46 / 68 -> 46-47 / 66-67, 41 / 68, 45 / 61; mxfp4 31 / 41 -> 28 / 40, 28 / 40, 29 / 42;
+// iq2_xxs 15 / 22 -> 15 / 21 at every depth; one round at depth 4: q5_1 48 / 73 -> 48 / 73,
+// nvfp4 31 / 43 -> 32 / 39, iq2_xs 17 / 23 -> 16 / 22, iq2_s 16 / 23 -> 16 / 24, iq3_xxs 21
+// / 29 -> 21 / 28, iq1_s 10 / 15 -> 10 / 15, iq1_m 11 / 18 -> 12 / 17, tq1_0 12 / 15 -> 11
+// / 15.
+template <class W>
+constexpr bool ms_bulk_default =
+    std::is_same_v<W, F::q4_0> || std::is_same_v<W, F::q4_1> || std::is_same_v<W, F::q8_0> ||
+    std::is_same_v<W, F::q4_K> || std::is_same_v<W, F::q5_K> || std::is_same_v<W, F::q6_K> ||
+    std::is_same_v<W, F::q2_K> || std::is_same_v<W, F::q3_K> || std::is_same_v<W, F::iq3_s> ||
+    std::is_same_v<W, F::iq4_nl> || std::is_same_v<W, F::iq4_xs> || std::is_same_v<W, F::tq2_0>;
+
+// the ring's depth: 4 for cp.async; for bulk copies, as measured above
+template <class W, bool Bulk>
+constexpr int ms_depth_of() {
+  if constexpr (!Bulk)
+    return ms_depth;
+  else if constexpr (std::is_same_v<W, F::q4_0> || std::is_same_v<W, F::q4_1> || std::is_same_v<W, F::q4_K>)
+    return 3;
+  else if constexpr (std::is_same_v<W, F::q3_K> || std::is_same_v<W, F::iq4_nl> || std::is_same_v<W, F::iq4_xs> ||
+                     std::is_same_v<W, F::tq2_0>)
+    return 6;
+  else
+    return ms_depth;
+}
+
+// Bulk copies need every task's live bytes of a row (whole groups) in multiples of 16: any
+// count of groups when a group is, else only whole tasks (rows of 8k groups)
+template <class W>
+constexpr bool ms_bulk_ok(std::int64_t kp) {
+  return wide_group_bytes<W>() % 16 == 0 || kp % (8 * 256) == 0;
+}
+
 template <class W, int R>
 constexpr std::size_t ms_stage_bytes() {
   return static_cast<std::size_t>(R) * 8 * wide_group_bytes<W>();
 }
 
-template <class W, int R>
+// Bulk: each task copied by one lane with R cp.async.bulk (one a row) counted on the stage's
+// mbarrier (sm_90+), instead of every lane's 16-byte cp.async. Needs a row's live bytes of
+// every task to be a multiple of 16 (bulk_ok). Bytes past a row's live groups are not
+// zero-filled: they are a former task's (or never written), and only the dead groups that
+// drop their terms read them.
+template <class W, int R, bool Bulk>
 __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_args p, q8::act_cols a, int plant) {
   using V = q8::wide<W>;
-  constexpr int L = V::lanes, G = 32 / L, NV = V::words, D = ms_depth;
+  constexpr int L = V::lanes, G = 32 / L, NV = V::words, D = ms_depth_of<W, Bulk>();
   constexpr int S = wide_group_bytes<W>(), TB = G * S;  // a group's bytes, a row's bytes a task
   constexpr int SB = static_cast<int>(ms_stage_bytes<W, R>());
   static_assert(L == 4 && TB % 16 == 0);
@@ -609,6 +667,20 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
   unsigned char* const col = ms_smem;
   unsigned char* const ring = ms_smem + act_bytes + static_cast<std::int64_t>(warp) * D * SB;
   const int dropped = plant == 2 ? nb - 1 : -1;
+  // Bulk: the warp's D stage barriers after the rings; bit k of ph the parity of stage k's
+  // next phase
+  unsigned long long* const bars =
+      reinterpret_cast<unsigned long long*>(ms_smem + act_bytes + static_cast<std::int64_t>(mw_warps) * D * SB) +
+      warp * D;
+  unsigned ph = 0;
+  if constexpr (Bulk) {
+    if (lane == 0) {
+#pragma unroll
+      for (int i = 0; i < D; ++i) mv::bulk_init(bars + i);
+      mv::bulk_init_fence();
+    }
+    __syncwarp();
+  }
   bool waited = false;
   for (std::int64_t q = blockIdx.y; q < p.ncols; q += gridDim.y) {
     const char* w;
@@ -623,13 +695,26 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
       if (ok && ig < groups) {
         unsigned char* dst = ring + stage * SB;
         const int live = (nb - is * G < G ? nb - is * G : G) * S;  // bytes of the row's live groups
+        if constexpr (Bulk) {
+          if (lane == 0) {
+            mv::bulk_expect(bars + stage, static_cast<unsigned>(R * live));
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const std::int64_t row = ig * R + r < p.m ? ig * R + r : p.m - 1;
-          const unsigned char* src =
-              reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + static_cast<std::int64_t>(is) * TB;
-          for (int o = 16 * lane; o < live; o += 512)  // 16-byte pieces lane, lane + 32, ...
-            mv::copy_async_zfill(dst + r * TB + o, src + o, live - o < 16 ? live - o : 16);
+            for (int r = 0; r < R; ++r) {
+              const std::int64_t row = ig * R + r < p.m ? ig * R + r : p.m - 1;
+              mv::bulk_copy(dst + r * TB,
+                            reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + static_cast<std::int64_t>(is) * TB,
+                            static_cast<unsigned>(live), bars + stage);
+            }
+          }
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const std::int64_t row = ig * R + r < p.m ? ig * R + r : p.m - 1;
+            const unsigned char* src =
+                reinterpret_cast<const unsigned char*>(w + row * p.w_nb1) + static_cast<std::int64_t>(is) * TB;
+            for (int o = 16 * lane; o < live; o += 512)  // 16-byte pieces lane, lane + 32, ...
+              mv::copy_async_zfill(dst + r * TB + o, src + o, live - o < 16 ? live - o : 16);
+          }
         }
         if (++is == steps) {
           is = 0;
@@ -638,7 +723,7 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
       } else if (last_col && waited) {
         pdl_launch_dependents();  // this warp's last loads are out (never before its own wait)
       }
-      mv::copy_async_commit();
+      if constexpr (!Bulk) mv::copy_async_commit();
     };
     std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * mw_warps + warp;  // task being dotted
     int s = 0, stage = 0;
@@ -660,7 +745,7 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
       for (std::int64_t row = g * R; row < p.m; row += stride * R)
         for (int r = 0; r < R; ++r)
           if (lane == 0 && row + r < p.m) y[row + r] = __int_as_float(0x7fc00000);
-      mv::copy_async_wait<0>();
+      if constexpr (!Bulk) mv::copy_async_wait<0>();
       continue;
     }
     const q8::act_col ac{reinterpret_cast<const char*>(col), a.d_off, a.bs_off};
@@ -668,8 +753,13 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     while (g < groups) {
-      mv::copy_async_wait<D - 2>();  // task (g, s) has landed
-      __syncwarp();                  // ... for every lane, and the stage issued next is read
+      if constexpr (Bulk) {
+        mv::bulk_wait(bars + stage, (ph >> stage) & 1u);  // task (g, s) has landed
+        ph ^= 1u << stage;
+      } else {
+        mv::copy_async_wait<D - 2>();  // task (g, s) has landed
+      }
+      __syncwarp();  // ... for every lane, and the stage issued next is read
       unsigned cur[R][NV];
       const unsigned char* st = ring + stage * SB;
 #pragma unroll
@@ -686,7 +776,7 @@ __global__ __launch_bounds__(mw_threads, ms_min_blocks) void matvec_stream(mm_ar
         ++s;
       }
     }
-    mv::copy_async_wait<0>();  // the empty tail groups
+    if constexpr (!Bulk) mv::copy_async_wait<0>();  // the empty tail groups (Bulk: every task issued was waited for)
   }
 }
 
@@ -757,17 +847,19 @@ void launch_wide(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
 
 // matvec_stream when it can run (16-byte aligned rows, its shared memory within the
 // device's), sized as matvec_wide: as many blocks as are resident at once; false otherwise.
-template <class W, int R>
+template <class W, int R, bool Bulk>
 bool launch_stream(const mm_args& p, const q8::act_cols& a, bool early, exec& x) {
-  if (x.props.cc < 80) return false;
+  if (x.props.cc < (Bulk ? 90 : 80)) return false;
+  if (Bulk && !ms_bulk_ok<W>(p.kp)) return false;
   const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
   if ((all & 15) != 0) return false;
   const std::size_t cap = x.props.smem_per_block_optin < ms_smem_max ? x.props.smem_per_block_optin : ms_smem_max;
   // + 16: ld_words reads the aligned word after a field's last byte (q6_K's d at 208 of 210)
   const std::size_t smem = static_cast<std::size_t>((a.col_stride + 127) / 128 * 128) +
-                           static_cast<std::size_t>(mw_warps) * ms_depth * ms_stage_bytes<W, R>() + 16;
+                           static_cast<std::size_t>(mw_warps) * ms_depth_of<W, Bulk>() * ms_stage_bytes<W, R>() +
+                           (Bulk ? static_cast<std::size_t>(mw_warps) * ms_depth_of<W, Bulk>() * 8 : 0) + 16;
   if (smem > cap) return false;
-  mv::allow_smem<matvec_stream<W, R>>(cap, x.props.device);
+  mv::allow_smem<matvec_stream<W, R, Bulk>>(cap, x.props.device);
   // blocks resident an SM, by shared bytes (a few distinct K a model): (smem << 8) | count
   static std::atomic<std::uint64_t> seen[4];
   int per_sm = 0;
@@ -776,7 +868,7 @@ bool launch_stream(const mm_args& p, const q8::act_cols& a, bool early, exec& x)
     if (v >> 8 == smem) per_sm = static_cast<int>(v & 0xff);
   }
   if (per_sm == 0) {
-    GK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream<W, R>, mw_threads, smem));
+    GK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, matvec_stream<W, R, Bulk>, mw_threads, smem));
     per_sm = per_sm > 0 ? (per_sm < 255 ? per_sm : 255) : 1;
     static std::atomic<unsigned> next{0};
     seen[next.fetch_add(1, std::memory_order_relaxed) % 4].store((std::uint64_t{smem} << 8) | per_sm,
@@ -787,7 +879,7 @@ bool launch_stream(const mm_args& p, const q8::act_cols& a, bool early, exec& x)
   // number of row groups: -1 to -5%, q8_0 at M 4096 -9%.)
   const std::int64_t need = (p.m + mw_warps * R - 1) / (mw_warps * R);
   const std::int64_t most = static_cast<std::int64_t>(per_sm) * (x.props.sm_count > 0 ? x.props.sm_count : 1);
-  pdl_launch(matvec_stream<W, R>, dim3(static_cast<unsigned>(need < most ? need : most), mv::grid_y(p.ncols)),
+  pdl_launch(matvec_stream<W, R, Bulk>, dim3(static_cast<unsigned>(need < most ? need : most), mv::grid_y(p.ncols)),
              dim3(mw_threads), smem, early, x, p, a, g_plant);
   return true;
 }
@@ -798,8 +890,11 @@ void launch_matvec(const mm_args& p, const q8::act_cols& a, std::int64_t groups,
     static const int wide = env_int("GK_CUDA_MQ_WIDE", 1), rows = env_int("GK_CUDA_MQ_R", 2),
                      stream = env_int("GK_CUDA_MQ_STREAM", -1);
     const std::int64_t all = reinterpret_cast<std::intptr_t>(p.w) | p.w_nb1 | p.w_nb2 | p.w_nb3;
-    if (wide && (stream == 1 || (stream == -1 && ms_default<W>)) && p.kp % 256 == 0) {
-      if (rows == 1 ? launch_stream<W, 1>(p, a, early, x) : launch_stream<W, 2>(p, a, early, x)) return;
+    if (wide && (stream == 2 || (stream == -1 && ms_bulk_default<W>)) && p.kp % 256 == 0) {
+      if (rows == 1 ? launch_stream<W, 1, true>(p, a, early, x) : launch_stream<W, 2, true>(p, a, early, x)) return;
+    }
+    if (wide && (stream >= 1 || (stream == -1 && ms_default<W>)) && p.kp % 256 == 0) {
+      if (rows == 1 ? launch_stream<W, 1, false>(p, a, early, x) : launch_stream<W, 2, false>(p, a, early, x)) return;
     }
     if (wide && (all & (q8::wide<W>::align - 1)) == 0 && p.kp % 256 == 0) {
       if (rows == 1) return launch_wide<W, 1>(p, a, early, x);

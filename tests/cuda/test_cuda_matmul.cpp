@@ -315,13 +315,15 @@ TEST_CASE("cuda mul_mat: every format at N = 1, 3, 8, 17, 64, 130 against the tr
   });
 }
 
-// One column with k a multiple of 256 takes matvec_stream (matvec_q8.cu) for these formats
-// when rows are 16-byte aligned, else matvec_wide: at k 2048 (8 groups of 256) every format
-// takes matvec_stream; at k 4352 (17 groups: a last step of one live group of eight) those
-// whose group is a multiple of 16 bytes (the 32-weight formats but mxfp4, q4_K, q5_K); at k
-// 256 and 512 fewer. 67 rows: a last row group of one row and a partial last grid-stride
-// round.
-// (GK_CUDA_MQ_STREAM=0 runs matvec_wide for them all.)
+// One column with k a multiple of 256 takes matvec_wide or matvec_stream (matvec_q8.cu), as
+// the format's default says, on 16-byte aligned rows. matvec_stream by bulk copies needs a
+// row's live bytes of every task in multiples of 16: at k 2048 (8 groups of 256) every
+// format has them; at k 4352 (17 groups: a last step of one live group of eight, the bytes
+// past it stale, not zero-filled) and at k 256 and 512 only those whose group is a multiple
+// of 16 bytes (the 32-weight formats but mxfp4, q4_K, q5_K); the others fall back to the
+// cp.async stream or matvec_wide. 67 rows: a last row group of one row and a partial last
+// grid-stride round. (GK_CUDA_MQ_STREAM=0 runs matvec_wide for them all, 1 the cp.async
+// stream, 2 bulk copies wherever allowed.)
 TEST_CASE("cuda mul_mat: one column through the wide mat-vec, every format it serves", "[cuda][matmul][q8]") {
   for (type t : {type::q4_0, type::q4_1, type::q5_0, type::q5_1, type::q8_0, type::iq4_nl, type::mxfp4, type::nvfp4,
                  type::q4_K, type::q5_K, type::q6_K, type::q2_K, type::q3_K, type::iq4_xs, type::iq2_xxs,
