@@ -54,7 +54,7 @@ float float_row_dot(const B* w, const B* a, std::int64_t n) {
   for (; i + 64 <= n; i += 64) {
     const char* ahead = reinterpret_cast<const char*>(w + i) + row_prefetch_bytes;
 #pragma GCC unroll 4
-    for (std::size_t l = 0; l < sizeof(B); ++l) _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+    for (std::size_t l = 0; l < sizeof(B); ++l) prefetch<0>(ahead + 64 * l);
 #pragma GCC unroll 4
     for (int j = 0; j < 64; j += 16)
       acc = _mm512_add_ps(acc, _mm512_mul_ps(load_f32x16(w + i + j, 0xffff), load_f32x16(a + i + j, 0xffff)));

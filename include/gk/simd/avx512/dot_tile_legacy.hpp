@@ -79,7 +79,7 @@ struct ahead {
   void block(std::int64_t i) const {
     if (!p) return;
     const std::size_t lo = static_cast<std::size_t>(i) * step, hi = lo + step < bytes ? lo + step : bytes;
-    for (std::size_t o = lo & ~std::size_t{63}; o < hi; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+    for (std::size_t o = lo & ~std::size_t{63}; o < hi; o += 64) prefetch<1>(p + o);
   }
 };
 
