@@ -564,7 +564,8 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
 // ms_min_blocks: ptxas's register budget for 5 blocks an SM, 96 a lane (without it, 128-161
 // for the 32-weight formats and q5_K at R 2, no spills either way): q5_K 34 -> 44% of the
 // copy bandwidth at M 4096, 57 -> 61% at M 14336 (wide -> stream), where with 157 registers
-// the stream kernel read 38 / 56%.
+// the stream kernel read 38 / 56%. With bulk copies, 6 (80 registers) and 8 (64) measured
+// worse or equal for every format (nineteenth session, benchmarks/RESULTS.md).
 constexpr int ms_depth = 4, ms_min_blocks = 5;
 constexpr std::size_t ms_smem_max = 96 * 1024;  // launches/matvec_q8.txt; every chip served has it
 
