@@ -58,14 +58,31 @@ inline __m512 step_masked(__m512 acc, __m512 w, __m512 a, __mmask16 m) {  // lan
 }
 
 // R x C with R * C <= 16: out[r * C + c] = float_row_dot(w[r], a[c], n), bit for bit.
+// One column (decode) of f16 or bf16 prefetches each row row_prefetch_bytes ahead, as the
+// row dot does. Intel Xeon (Emerald Rapids, KVM), bench_matmul N 1, old and new binaries
+// alternating, GB/s from >= 1 GiB, one / two threads: f16 8.5-10.2 / 15.5-18.0 -> 10.2-12.0
+// / 17.7-22.9 (gk/ref 0.78-0.88 -> 0.91-1.01 / 0.78-0.88 -> 0.85-1.00, four runs), bf16
+// 8.5-10.8 / 15.7-18.9 -> 9.3-12.1 / 20.0-23.3 (two runs); cache-resident (4096 x 4096,
+// GFLOP/s) f16 21.7-25.7 / 43.9-50.5 -> 21.6-24.6 / 43.9-50.5, bf16 25.0-26.1 / 47.7-50.0
+// -> 20.1-21.5 / 42.5-42.6: the prefetches cost instructions where the rows are in cache.
+// Decode of a model reads its weights from memory, so they are taken. Not f32 (from memory
+// 9.8-13.8 / 18.0-24.6 -> 12.9-13.2 / 20.3-26.3, cache-resident two threads 24.0-24.5 ->
+// 21.4-21.8).
 template <class B, int R, int C>
 inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* out) {
   static_assert(R * C <= 16 && R >= 1 && C >= 1);
+  constexpr std::int64_t line = 64 / sizeof(B);  // elements a cache line
+  static_assert(line % 16 == 0);
   __m512 acc[R * C];
 #pragma GCC unroll 16
   for (int j = 0; j < R * C; ++j) acc[j] = _mm512_setzero_ps();
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    if constexpr (C == 1 && sizeof(B) == 2) {
+      if (i % line == 0)
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) prefetch<0>(reinterpret_cast<const char*>(w[r] + i) + row_prefetch_bytes);
+    }
     __m512 wv[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, 0xffff);
