@@ -569,8 +569,10 @@ __global__ __launch_bounds__(mw_threads) void matvec_wide(mm_args p, q8::act_col
 constexpr int ms_depth = 4, ms_min_blocks = 5;
 constexpr std::size_t ms_smem_max = 96 * 1024;  // launches/matvec_q8.txt; every chip served has it
 
-// The formats one-column decode sends to matvec_stream by default (GK_CUDA_MQ_STREAM=1:
-// every format with a wide dot, 0: none; for measuring). Chosen by measurement (H200,
+// The formats one-column decode sends to matvec_stream<W, R, false> (cp.async) by default:
+// since the nineteenth session only where bulk copies (ms_bulk_default, below) cannot run
+// (cc < 90, or a task's bytes not a multiple of 16). GK_CUDA_MQ_STREAM=1: every format
+// with a wide dot, 0: none; for measuring. Chosen by measurement (sixteenth session, H200,
 // bench_cuda N 1, % of the copy bandwidth at M 4096 / 14336, K 4096, matvec_wide ->
 // matvec_stream, two runs alternating): q8_0 55 / 70-71 -> 57 / 85, q5_K 34 / 57 -> 44 /
 // 61, q6_K 34 / 52 -> 38 / 52, q3_K 20 / 29 -> 22 / 30, q2_K 25 / 37 -> 26 / 37, iq3_s 21 /
