@@ -535,6 +535,10 @@ GK_Q8_UNROLL
     p[0] = (sc0 & 0xf) * s0 + (sc1 & 0xf) * s1;
     p[1] = bs.lo * (sc0 >> 4) + bs.hi * (sc1 >> 4);
   }
+  // the integer min of chunk c's 16-weight half h as four equal bytes: mmq.cu forms part
+  // mins_at (sum of min x activation code) by an mma of these with the codes instead
+  static constexpr int mins_at = 1;
+  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int h) { return ((u.sc >> (8 * h + 4)) & 0xfu) * 0x01010101u; }
   // (d(a) * d) * isum - (d(a) * dmin) * summs
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
@@ -614,6 +618,9 @@ GK_Q8_UNROLL
     p[0] = u.sc * dot8(u.q, x, 0, 8);
     p[1] = u.m * (bs.lo + bs.hi);
   }
+  // as q2_K's: the chunk's min (both halves) as four equal bytes, for mmq.cu's mma
+  static constexpr int mins_at = 1;
+  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int) { return static_cast<unsigned>(u.m) * 0x01010101u; }
   // d * d(a) * sum_q - dmin * d(a) * sum_m
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {

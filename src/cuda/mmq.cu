@@ -111,6 +111,20 @@ constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id =
 // of those, the formats whose term takes d(a) times the whole chunk's code sum (d_times_sum)
 template <class W>
 constexpr bool mmq_dsum = W::id == type::q4_1 || W::id == type::q5_1;
+// Formats whose min part (part mins_at: a block's integer mins times the q8_K sums of their
+// activation codes, q2_K, q4_K, q5_K) is formed by a second mma per chunk instead: the A
+// operand is each row's min repeated over its 16 or 32 weights (q8dot::min_bytes), the B
+// operand the chunk's activation codes, and the product accumulates in the mma's own
+// registers over the block's chunks. The same integer (sum over j of m_j x sum of codes of
+// j), without the 4-8 integer multiply-adds a lane per output and chunk and without the
+// q8_K sums in shared memory; the tensor pipe had room (7% busy, Nsight Compute, q4_K).
+template <class W>
+constexpr bool mmq_mins = requires { q8::q8dot<W>::mins_at; };
+template <class W>
+constexpr int mmq_mins_at() {
+  if constexpr (mmq_mins<W>) return q8::q8dot<W>::mins_at;
+  else return -1;
+}
 
 // A block is 2 x WN warps: 64 rows by WN * 8 * NI columns.
 constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
@@ -259,6 +273,17 @@ __device__ __forceinline__ void mma_k32(int* c, const unsigned* a, const unsigne
   __trap();  // the host picks this path only for compute capability >= 8.0
 #endif
 }
+// c += a x b (the accumulating form: mmq_mins's parts)
+__device__ __forceinline__ void mma_k32_acc(int* c, const unsigned* a, const unsigned* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();
+#endif
+}
 __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsigned b0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
@@ -372,8 +397,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 
     constexpr bool RUN = mmq_running<W>;
     constexpr int NPT = RUN ? 1 : NP;  // integer parts held across a block's chunks
+    constexpr bool MINS = mmq_mins<W>;
+    constexpr int MP = mmq_mins_at<W>();  // the part the min mmas form (pm), not pt
     float acc[2][NI][4], rn[2][NI][4];
-    int pt[2][NI][4][NPT];
+    int pt[2][NI][4][NPT], pm[2][NI][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -382,6 +409,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         for (int e = 0; e < 4; ++e) {
           acc[i][j][e] = 0.0f;
           rn[i][j][e] = 0.0f;
+          pm[i][j][e] = 0;
 #pragma unroll
           for (int k = 0; k < NPT; ++k) pt[i][j][e][k] = 0;
         }
@@ -454,8 +482,11 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
         for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
       }
-      // q8_K activations: the columns' scales and sums
-      if constexpr (K_ACT) {
+      // q8_K activations: the columns' scales and sums (no sums where the mmas form the
+      // min part)
+      if constexpr (K_ACT && MINS) {
+        for (int j = tid; j < BN; j += NT) sd[j] = q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d(kc0 / 8);
+      } else if constexpr (K_ACT) {
         for (int i = tid; i < BN * 8; i += NT) {
           const int j = i >> 3, k = i & 7;
           const q8::act_col ac{act.base + soff[j], act.d_off, act.bs_off};
@@ -521,6 +552,15 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
             const int r = wm * 32 + mi * 16 + g + 8 * h;
             u[mi][h] = load_meta<W>(smeta + r * L::meta_row + c * L::meta_words);
           }
+        if constexpr (MINS) {  // the chunk's min part: the rows' mins (A) x the codes (B)
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi) {
+            const unsigned am[4] = {Q::min_bytes(u[mi][0], 0), Q::min_bytes(u[mi][1], 0), Q::min_bytes(u[mi][0], 1),
+                                    Q::min_bytes(u[mi][1], 1)};
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) mma_k32_acc(pm[mi][ni], am, bf[ni]);
+          }
+        }
         const bool block_end = c % CH == CH - 1;
         const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
         auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum,
@@ -538,11 +578,14 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
             }
           } else {
 #pragma unroll
-            for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] += pp[k];
+            for (int k = 0; k < NP; ++k)
+              if (k != MP) pt[mi][ni][e][k] += pp[k];  // MP's pp[k] is dead code: pm holds it
             if (block_end) {
+              if constexpr (MINS) pt[mi][ni][e][MP] = pm[mi][ni][e];
               if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
 #pragma unroll
               for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
+              pm[mi][ni][e] = 0;
             }
           }
         };
@@ -561,7 +604,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
               const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{};
               const float dsum = mmq_dsum<W> ? q8::mul(dcol, q8::i2f_small(gcol.x + gcol.y + gcol.z + gcol.w)) : 0.0f;
               q8::bs_pair bp{0, 0};
-              if constexpr (K_ACT) {  // unused (and dropped) by the formats that take no sums
+              if constexpr (K_ACT && !MINS) {  // unused (and dropped) by the formats that take no sums
                 const unsigned v = *reinterpret_cast<const unsigned*>(sbs + 16 * j + 2 * c);
                 bp = {static_cast<short>(v & 0xffffu), static_cast<short>(v >> 16)};
               }
