@@ -236,6 +236,11 @@ GK_Q8_FN void lookup8(unsigned w, unsigned& lo, unsigned& hi) {
 // each byte, and the XOR takes the 128 back off mod 256. Two instructions; __vsub4, the
 // general byte-wise subtraction, is several since sm_50.
 GK_Q8_FN unsigned sub_bytes(unsigned x, unsigned c) { return (x + (0x80808080u - c)) ^ 0x80808080u; }
+// Byte-wise x - y mod 256 for any bytes: the high bits kept out of the subtraction, so no
+// borrow crosses a byte, then put back.
+GK_Q8_FN unsigned sub4(unsigned x, unsigned y) {
+  return ((x | 0x80808080u) - (y & 0x7f7f7f7fu)) ^ ((x ^ ~y) & 0x80808080u);
+}
 
 // Four 5th bits (bits 0-3 of h) as bit 4 of four bytes.
 GK_Q8_FN unsigned spread4(unsigned h) { return ((h & 0xfu) * 0x00204081u & 0x01010101u) << 4; }
@@ -539,6 +544,18 @@ GK_Q8_UNROLL
   // mins_at (sum of min x activation code) by an mma of these with the codes instead
   static constexpr int mins_at = 1;
   GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int h) { return ((u.sc >> (8 * h + 4)) & 0xfu) * 0x01010101u; }
+  // mmq.cu: the codes times their half's scale (at most 3 x 15: a word's bytes multiply
+  // without carries), so one mma a chunk forms part 0 whole, summed over the block in its
+  // own registers
+  static constexpr int scaled_sign = 1;
+  GK_Q8_MEMBER static void scale_codes(wc& u) {
+    const unsigned s0 = u.sc & 0xfu, s1 = (u.sc >> 8) & 0xfu;
+GK_Q8_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      u.q[i] *= s0;
+      u.q[4 + i] *= s1;
+    }
+  }
   // (d(a) * d) * isum - (d(a) * dmin) * summs
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
@@ -573,6 +590,23 @@ GK_Q8_UNROLL
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) {
     p[0] = u.s0 * dot8(u.q, x, 0, 4) + u.s1 * dot8(u.q, x, 4, 4);
+  }
+  // mmq.cu, as q2_K's: the codes times their half's scale, negated: -s q lies in [-128,
+  // 124] where s q (s in -32 .. 31, q in -4 .. 3) reaches 128. Byte-wise: t = |s| (q + 4)
+  // (at most 32 x 7, no carries), then 4 |s| - t (s >= 0) or t - 4 |s| (s < 0), each byte
+  // mod 256 (sub4).
+  static constexpr int scaled_sign = -1;
+  GK_Q8_MEMBER static void scale_codes(wc& u) {
+GK_Q8_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int s = h ? u.s1 : u.s0;
+      const unsigned a = static_cast<unsigned>(s < 0 ? -s : s), c = 4 * a * 0x01010101u;
+GK_Q8_UNROLL
+      for (int i = 4 * h; i < 4 * h + 4; ++i) {
+        const unsigned t = ((u.q[i] ^ 0x04040404u) & 0x07070707u) * a;
+        u.q[i] = s >= 0 ? sub4(c, t) : sub4(t, c);
+      }
+    }
   }
   // (d * d(a)) * isum
   template <class A>
@@ -986,6 +1020,9 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  // mmq.cu: part 0 is the block's code sum, so the chunks' mmas sum it in their registers
+  static constexpr int scaled_sign = 1;
+  GK_Q8_MEMBER static void scale_codes(wc&) {}
   // sum * (d * d(a))
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
@@ -1008,6 +1045,9 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
+  // mmq.cu: part 0 is the block's code sum, so the chunks' mmas sum it in their registers
+  static constexpr int scaled_sign = 1;
+  GK_Q8_MEMBER static void scale_codes(wc&) {}
   // sum * (d(a) * d)
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {

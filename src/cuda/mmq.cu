@@ -120,6 +120,12 @@ constexpr bool mmq_dsum = W::id == type::q4_1 || W::id == type::q5_1;
 // q8_K sums in shared memory; the tensor pipe had room (7% busy, Nsight Compute, q4_K).
 template <class W>
 constexpr bool mmq_mins = requires { q8::q8dot<W>::mins_at; };
+// Formats whose codes are unpacked already times their scale (q8dot::scale_codes: q2_K,
+// q3_K negated, and tq1_0 / tq2_0 with no scale), where that still fits a signed byte: part
+// 0 of a block is then the sum of its chunks' mmas as they come, accumulated in the mma's
+// registers, and a chunk costs no integer arithmetic per output at all.
+template <class W>
+constexpr bool mmq_scaled = requires(typename q8::q8dot<W>::wc& u) { q8::q8dot<W>::scale_codes(u); };
 template <class W>
 constexpr int mmq_mins_at() {
   if constexpr (mmq_mins<W>) return q8::q8dot<W>::mins_at;
@@ -397,10 +403,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 
     constexpr bool RUN = mmq_running<W>;
     constexpr int NPT = RUN ? 1 : NP;  // integer parts held across a block's chunks
-    constexpr bool MINS = mmq_mins<W>;
+    constexpr bool MINS = mmq_mins<W>, SCALED = mmq_scaled<W>;
     constexpr int MP = mmq_mins_at<W>();  // the part the min mmas form (pm), not pt
     float acc[2][NI][4], rn[2][NI][4];
-    int pt[2][NI][4][NPT], pm[2][NI][4];
+    int pt[2][NI][4][NPT], pm[2][NI][4], ps[2][NI][4];  // pm, ps: the mmas' accumulators
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -410,6 +416,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
           acc[i][j][e] = 0.0f;
           rn[i][j][e] = 0.0f;
           pm[i][j][e] = 0;
+          ps[i][j][e] = 0;
 #pragma unroll
           for (int k = 0; k < NPT; ++k) pt[i][j][e][k] = 0;
         }
@@ -471,6 +478,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         }
         typename Q::wc u;
         Q::unpack(b, c % CH, u);
+        if constexpr (mmq_scaled<W>) Q::scale_codes(u);
         uint4* dst = reinterpret_cast<uint4*>(at + r * mmq_ld + 32 * c);
         dst[0] = make_uint4(u.q[0], u.q[1], u.q[2], u.q[3]);
         dst[1] = make_uint4(u.q[4], u.q[5], u.q[6], u.q[7]);
@@ -535,7 +543,9 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
           for (int ni = 0; ni < NI; ++ni) {
-            if constexpr (mmq_halves<W>) {
+            if constexpr (SCALED) {  // the scaled codes' sums go straight into part 0
+              mma_k32_acc(ps[mi][ni], af[mi], bf[ni]);
+            } else if constexpr (mmq_halves<W>) {
               mma_k16(s0[mi][ni], af[mi][0], af[mi][1], bf[ni][0]);
               mma_k16(s1[mi][ni], af[mi][2], af[mi][3], bf[ni][1]);
             } else {
@@ -568,6 +578,18 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
           const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
           const q8::mma_act<D_CACHED> a{sd + (K_ACT ? j : DLD * j), sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, K_ACT ? BN : 1,
                                         dsum, bp};
+          if constexpr (SCALED) {  // the parts are in the mmas' registers: only the block's end
+            if (block_end) {
+              int tp[NP];
+#pragma unroll
+              for (int k = 0; k < NP; ++k) tp[k] = k == MP ? pm[mi][ni][e] : 0;
+              tp[0] = Q::scaled_sign * ps[mi][ni][e];  // part 0; any other is the mins' (MP)
+              if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, tp);
+              ps[mi][ni][e] = 0;
+              pm[mi][ni][e] = 0;
+            }
+            return;
+          }
           int pp[NP];
           Q::part(u[mi][h], x, a, kc, pp);
           if constexpr (RUN) {
@@ -690,6 +712,7 @@ __global__ __launch_bounds__(unpack_threads) void mmq_unpack(const char* w, std:
   }
   Q::unpack(reinterpret_cast<const unsigned char*>(w + row * w_nb1) + (c / Q::ch) * sizeof(typename W::block),
             static_cast<int>(c % Q::ch), u);
+  if constexpr (mmq_scaled<W>) Q::scale_codes(u);
   uint4* dst = reinterpret_cast<uint4*>(codes + 32 * i);
   dst[0] = make_uint4(u.q[0], u.q[1], u.q[2], u.q[3]);
   dst[1] = make_uint4(u.q[4], u.q[5], u.q[6], u.q[7]);
