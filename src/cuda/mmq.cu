@@ -126,6 +126,11 @@ constexpr bool mmq_mins = requires { q8::q8dot<W>::mins_at; };
 // registers, and a chunk costs no integer arithmetic per output at all.
 template <class W>
 constexpr bool mmq_scaled = requires(typename q8::q8dot<W>::wc& u) { q8::q8dot<W>::scale_codes(u); };
+// Measured and not kept (H200, N 512, M 4096 / 14336, TFLOP/s): q4_K and q5_K split the same
+// way (scale = 8 hi + lo, two tiles of codes times hi and times lo, two unsigned-A mmas a
+// chunk, part 0 = 8 x the first + the second): q4_K 109 / 114 -> 100 / 105, q5_K 102 / 106
+// -> 95 / 98 (191 registers; the second tile's fragment loads and mmas cost more than the
+// 32 multiply-adds a lane they replace); capped at 128 registers, 87 / 81.
 template <class W>
 constexpr int mmq_mins_at() {
   if constexpr (mmq_mins<W>) return q8::q8dot<W>::mins_at;
@@ -207,9 +212,11 @@ constexpr bool mmq_staged = mmq_wn_default<W> == 4;
 // The 8-warp kernel capped at 128 registers for 2 blocks an SM (matmul_mmq_wide_occ): the
 // staged formats that measured faster with it (above; iq2_s 92 / 98 -> 111 / 119). Capped,
 // q4_K (221 registers uncapped) fell 79 / 83 -> 74 / 68, q5_K 74 / 77 -> 71 / 65, iq1_m 49 /
-// 50 -> 47 / 48: they stay at one block an SM.
+// 50 -> 47 / 48: they stayed at one block an SM. Since mmq_mins (183 registers uncapped),
+// q4_K gains from the cap despite 272 bytes of spills (109 / 114 -> 121 / 126, mul_mat_id
+// 66 -> 70); q5_K does not (102 / 106 -> 102 / 96) and stays uncapped.
 template <class W>
-constexpr bool mmq_wide_occ = W::id == type::iq4_xs || W::id == type::iq2_xxs || W::id == type::iq3_xxs ||
+constexpr bool mmq_wide_occ = W::id == type::q4_K || W::id == type::iq4_xs || W::id == type::iq2_xxs || W::id == type::iq3_xxs ||
                               W::id == type::iq3_s || W::id == type::iq2_xs || W::id == type::iq1_s ||
                               W::id == type::iq2_s;
 
