@@ -155,8 +155,17 @@ constexpr bool mmq_running = requires { requires q8::q8dot<W>::running; };
 // 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 template <class W>
 constexpr int mmq_ni = q8::q8dot<W>::np >= 3 && !mmq_running<W> ? 2 : 4;
-template <class W, int WN>
-constexpr int mmq_bn = 8 * WN * mmq_ni<W>;
+// mul_mat_id's kernel (IDS) of q4_K and q5_K: NI 2 on the capped 8-warp kernel, 64
+// columns a block. An expert's columns are a few groups with a partial last one, which the
+// narrower block wastes less of (H200, 8 experts of 14336 x 4096, 2 a token, 512 tokens,
+// TFLOP/s: q4_K 69 -> 83, q5_K 62 -> 75); on mul_mat NI 2 lost (q4_K 121 / 125 -> 103 /
+// 111, q5_K 102 / 106 -> 92 / 99 at M 4096 / 14336).
+template <class W>
+constexpr bool mmq_ids_narrow = W::id == type::q4_K || W::id == type::q5_K;
+template <class W, bool IDS>
+constexpr int mmq_ni_of = IDS && mmq_ids_narrow<W> ? 2 : mmq_ni<W>;
+template <class W, int WN, bool IDS = false>
+constexpr int mmq_bn = 8 * WN * mmq_ni_of<W, IDS>;
 // WN = 4 (8 warps, each weight tile unpacked for twice the columns) where it measured
 // faster on the H200 (N 512, M 4096 / 14336, TFLOP/s, WN 2 -> 4, one run each):
 // iq2_xxs 116 / 119 -> 142 / 140, iq3_xxs 111 / 108 -> 139 / 135, iq3_s 84 / 114 -> 130 /
@@ -224,9 +233,9 @@ constexpr bool mmq_wide_occ = W::id == type::q4_K || W::id == type::iq4_xs || W:
 template <class W>
 constexpr int mmq_meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
 
-template <class W, int WN, bool Raw = mmq_staged<W>>
+template <class W, int WN, bool Raw = mmq_staged<W>, bool IDS = false>
 struct mmq_smem {
-  static constexpr int bn = mmq_bn<W, WN>;
+  static constexpr int bn = mmq_bn<W, WN, IDS>;
   static constexpr bool k_act = W::dot_type::block_size == 256;
   static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
   static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
@@ -325,11 +334,11 @@ struct mmq_pre {
   const unsigned* meta;
 };
 
-template <class W, int WN, bool PRE>
+template <class W, int WN, bool PRE, bool IDS>
 __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids ids, mmq_pre pre, int plant) {
   using Q = q8::q8dot<W>;
-  using L = mmq_smem<W, WN, mmq_staged<W> && !PRE>;
-  constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni<W>, BN = mmq_bn<W, WN>;
+  using L = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS>;
+  constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni_of<W, IDS>, BN = mmq_bn<W, WN, IDS>;
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
@@ -677,26 +686,27 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 }
 
 // Kernel names, so each has its own launch record (src/cuda/launches/mmq.txt). PRE: on
-// weights unpacked once per node (mmq_pre, mmq_unpack).
-template <class W, bool PRE>
+// weights unpacked once per node (mmq_pre, mmq_unpack); IDS: mul_mat_id's own shape
+// (mmq_ids_narrow), where it differs.
+template <class W, bool PRE, bool IDS = false>
 __global__ __launch_bounds__(mmq_threads<2>) void matmul_mmq(mm_args p, q8::act_cols act, mmq_ids ids, mmq_pre pre,
                                                              int plant) {
-  mmq_body<W, 2, PRE>(p, act, ids, pre, plant);
+  mmq_body<W, 2, PRE, IDS>(p, act, ids, pre, plant);
 }
-template <class W, bool PRE>
+template <class W, bool PRE, bool IDS = false>
 __global__ __launch_bounds__(mmq_threads<2>, 4) void matmul_mmq_occ(mm_args p, q8::act_cols act, mmq_ids ids,
                                                                      mmq_pre pre, int plant) {
-  mmq_body<W, 2, PRE>(p, act, ids, pre, plant);
+  mmq_body<W, 2, PRE, IDS>(p, act, ids, pre, plant);
 }
-template <class W, bool PRE>
+template <class W, bool PRE, bool IDS = false>
 __global__ __launch_bounds__(mmq_threads<4>) void matmul_mmq_wide(mm_args p, q8::act_cols act, mmq_ids ids,
                                                                   mmq_pre pre, int plant) {
-  mmq_body<W, 4, PRE>(p, act, ids, pre, plant);
+  mmq_body<W, 4, PRE, IDS>(p, act, ids, pre, plant);
 }
-template <class W, bool PRE>
+template <class W, bool PRE, bool IDS = false>
 __global__ __launch_bounds__(mmq_threads<4>, 2) void matmul_mmq_wide_occ(mm_args p, q8::act_cols act, mmq_ids ids,
                                                                           mmq_pre pre, int plant) {
-  mmq_body<W, 4, PRE>(p, act, ids, pre, plant);
+  mmq_body<W, 4, PRE, IDS>(p, act, ids, pre, plant);
 }
 
 // Every chunk of the m weight rows unpacked once (q8dot<W>::unpack, as mmq_body's job) into
@@ -853,18 +863,20 @@ bool use_pre(const mm_args& p) {
   return (p.n + bn - 1) / bn >= pre_min_groups;
 }
 
-template <class W, int WN, bool PRE>
+template <class W, int WN, bool PRE, bool IDS = false>
 void run_wn(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
-  constexpr std::size_t smem = mmq_smem<W, WN, mmq_staged<W> && !PRE>::bytes;
+  constexpr std::size_t smem = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
+  static_assert(!IDS || (mmq_ids_narrow<W> && WN == 4 && !PRE), "IDS: the narrow mul_mat_id kernel, measured as such");
   constexpr auto kernel = [] {
-    if constexpr (WN == 4 && mmq_wide_occ<W>) return matmul_mmq_wide_occ<W, PRE>;
+    if constexpr (IDS) return matmul_mmq_wide_occ<W, PRE, true>;  // as measured: capped, 2 blocks an SM
+    else if constexpr (WN == 4 && mmq_wide_occ<W>) return matmul_mmq_wide_occ<W, PRE>;
     else if constexpr (WN == 4) return matmul_mmq_wide<W, PRE>;
     else if constexpr (mmq_occ<W>) return matmul_mmq_occ<W, PRE>;
     else return matmul_mmq<W, PRE>;
   }();
   mv::allow_smem<kernel>(smem, x.props.device);
-  constexpr int bn = mmq_bn<W, WN>;
+  constexpr int bn = mmq_bn<W, WN, IDS>;
   mmq_ids ids{};
   mmq_pre pre{};
   std::int64_t n_groups = p.ncols / p.n * ((p.n + bn - 1) / bn);
@@ -904,6 +916,9 @@ void run(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
   if constexpr (mmq_pre_fmt<W>) {
     if (use_pre<W>(p)) return run_wn<W, mmq_wn_default<W>, true>(p, a, scratch, x);
   }
+  if constexpr (mmq_ids_narrow<W>) {
+    if (p.ids) return run_wn<W, mmq_wn_default<W>, false, true>(p, a, scratch, x);
+  }
   run_wn<W, mmq_wn_default<W>, false>(p, a, scratch, x);
 }
 
@@ -916,7 +931,7 @@ std::size_t mmq_scratch(type w, const mv::mm_args& p) {
   std::size_t n = 0;
   formats::visit(w, [&]<class W>(std::type_identity<W>) {
     if constexpr (q8::has_q8dot<W>) {
-      if (p.ids) n = ids_layout_of(p, mmq_bn<W, mmq_wn_default<W>>).bytes;
+      if (p.ids) n = ids_layout_of(p, mmq_bn<W, mmq_wn_default<W>, mmq_ids_narrow<W>>).bytes;
       else if (use_pre<W>(p)) n = pre_bytes<W>(p);
     }
   });
