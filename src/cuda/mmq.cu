@@ -19,7 +19,11 @@
 //     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, iq1_m, nvfp4);
 //   - the thread holding a (row, column) sum then runs the mat-vec's q8dot<W>::part and
 //     ::term on it, with the sums standing in for the dp4a ones (mma_x below), and adds the
-//     block term to its running sum, blocks in order.
+//     block term to its running sum, blocks in order;
+//   - except where a block's integer parts can be summed by the mmas themselves: the min
+//     part of q2_K / q4_K / q5_K by a second mma of the rows' mins (mmq_mins), and part 0
+//     of the formats whose codes unpack already times their scale (mmq_scaled): those
+//     accumulate in the mma's registers, and only the block's end runs ::term.
 // So every output is the CPU's dot_row bit for bit: the same integers, the same float
 // operations per block (__fmul_rn and friends, no contraction), the same order of adding
 // block terms. The tests (test_cuda_matmul.cpp, [mmq]) require equality.
