@@ -409,6 +409,108 @@ TEST_CASE("matvec_q8 block dots control: codes off by one must fail", "[.control
   CHECK(mismatches<F::q4_0, q4_0_off_by_one>(50) == 0);
 }
 
+// ---- the int8 prompt's way of summing a block's integer parts (src/cuda/mmq.cu) ----
+// mmq_mins: the min part (part mins_at) as the sum over the block's chunks and words of
+// the s8 x s8 products of q8dot::min_bytes(u, half) with the activation words, as the
+// second mma forms it. mmq_scaled: part 0 as the same sum with the codes after
+// q8dot::scale_codes, times scaled_sign. The other parts as part() gives them; the term
+// from the last chunk's fields, as the kernel reads them at a block's end. Compared with
+// W::dot by bits (the device suite checks the kernels themselves).
+namespace {
+template <class Q>
+constexpr bool q_mins = requires { Q::mins_at; };
+template <class Q>
+constexpr bool q_scaled = requires(typename Q::wc& u) { Q::scale_codes(u); };
+
+template <class W, class Q = q8::q8dot<W>>
+int mmq_sum_mismatches(int trials) {
+  using A = typename W::dot_type;
+  constexpr int B = W::block_size, nblk = B / A::block_size;
+  static_assert(A::block_size == B, "the formats of mmq_mins / mmq_scaled take one q8_K block a block");
+  std::mt19937 rng(11 + static_cast<int>(W::id));
+  int bad = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<float> w(B), x(B);
+    trial_values(t, rng, w, x);
+    typename W::block wb;
+    W::encode(w.data(), wb, nullptr);
+    std::vector<typename A::block> ab(nblk);
+    gk::encode_row<A>(x.data(), ab.data(), B, nullptr);
+    const float want = W::dot(wb, ab.data());
+    std::vector<char> col(B + 4 * nblk + 32 * nblk, 0);
+    std::memcpy(col.data(), ab[0].qs, B);
+    std::memcpy(col.data() + B, &ab[0].d, 4);
+    std::memcpy(col.data() + B + 4 * nblk, ab[0].bsums, 32);
+    const q8::act_col ac{col.data(), B, B + 4 * nblk};
+    alignas(16) unsigned char buf[sizeof(typename W::block) + 16] = {};
+    std::memcpy(buf, &wb, sizeof(wb));
+    int total[Q::np] = {}, ps = 0, pm = 0;
+    typename Q::wc last{};
+    for (int c = 0; c < Q::ch; ++c) {
+      typename Q::wc u;
+      Q::unpack(buf, c, u);
+      int xw[8];
+      std::memcpy(xw, col.data() + 32 * c, 32);
+      int p[Q::np];
+      Q::part(u, xw, ac, c, p);  // before scale_codes: part reads the plain codes
+      for (int i = 0; i < Q::np; ++i) total[i] += p[i];
+      if constexpr (q_scaled<Q>) {
+        Q::scale_codes(u);
+        for (int i = 0; i < 8; ++i) ps = __dp4a(static_cast<int>(u.q[i]), xw[i], ps);
+      }
+      if constexpr (q_mins<Q>)
+        for (int i = 0; i < 8; ++i) pm = __dp4a(static_cast<int>(Q::min_bytes(u, i / 4)), xw[i], pm);  // word i: half i / 4
+      last = u;
+    }
+    if constexpr (q_scaled<Q>) total[0] = Q::scaled_sign * ps;
+    if constexpr (q_mins<Q>) total[Q::mins_at] = pm;
+    const float got = Q::term(last, ac, 0, total);
+    if (std::memcmp(&got, &want, 4) != 0) {
+      if (bad < 3) UNSCOPED_INFO(gk::name(W::id) << " trial " << t << ": cpu " << want << ", mmq's sums " << got);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+// controls: q2_K's mins of the other half; q3_K's scaled codes taken with the wrong sign
+struct q2_K_mins_other_half : q8::q8dot<F::q2_K> {
+  static unsigned min_bytes(const wc& u, int h) { return q8::q8dot<F::q2_K>::min_bytes(u, h ^ 1); }
+};
+struct q3_K_scaled_unsigned : q8::q8dot<F::q3_K> {
+  static constexpr int scaled_sign = 1;
+};
+}  // namespace
+
+TEST_CASE("mmq's block sums by mma (mins, scaled codes) equal W::dot bit for bit (host emulation)", "[cuda][q8]") {
+  int served = 0;
+  std::apply(
+      [&](auto... w) {
+        (
+            [&]<class W>(W) {
+              if constexpr (q8::has_q8dot<W>) {
+                using Q = q8::q8dot<W>;
+                if constexpr (q_mins<Q> || q_scaled<Q>) {
+                  INFO("format " << gk::name(W::id));
+                  CHECK(mmq_sum_mismatches<W>(200) == 0);
+                  ++served;
+                }
+              }
+            }(w),
+            ...);
+      },
+      gk::formats::all{});
+  CHECK(served == 6);  // q2_K, q3_K, q4_K, q5_K (mins or scaled), tq1_0, tq2_0 (scaled)
+}
+
+TEST_CASE("mmq block sums control: q2_K's mins of the other half must fail", "[.control]") {
+  CHECK(mmq_sum_mismatches<F::q2_K, q2_K_mins_other_half>(50) == 0);
+}
+
+TEST_CASE("mmq block sums control: q3_K's scaled codes with the wrong sign must fail", "[.control]") {
+  CHECK(mmq_sum_mismatches<F::q3_K, q3_K_scaled_unsigned>(50) == 0);
+}
+
 // ---- the byte tricks, against their plain definitions ----
 namespace {
 // words of every grid apply_sign is used on (iq2_xxs, iq2_xs, iq2_s: 8 bytes a point; iq3_xxs,
