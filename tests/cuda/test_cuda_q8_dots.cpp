@@ -102,23 +102,22 @@ void trial_values(int t, std::mt19937& rng, std::vector<float>& w, std::vector<f
     for (std::size_t i = 0; i < x.size(); i += 3) x[i] = 0.0f;
 }
 
-// Blocks whose device term differs from W::dot in bits (Q: the dot under test).
-template <class W, class Q = q8::q8dot<W>>
-int mismatches(int trials) {
+// Trial t of format W: one weight block, its activation blocks, W::dot of them (want), and
+// the activation column as encode_act lays it out (codes, d as float, q8_K's bsums).
+template <class W>
+struct block_trial {
   using A = typename W::dot_type;
-  constexpr int B = W::block_size, S = sizeof(typename W::block), nblk = B / A::block_size;
-  std::mt19937 rng(5 + static_cast<int>(W::id));
-  int bad = 0;
-  for (int t = 0; t < trials; ++t) {
+  static constexpr int B = W::block_size, nblk = B / A::block_size;
+  typename W::block wb;
+  std::vector<typename A::block> ab = std::vector<typename A::block>(nblk);
+  float want = 0.0f;
+  std::vector<char> col = std::vector<char>(B + 4 * nblk + 32 * nblk, 0);
+  block_trial(int t, std::mt19937& rng) {
     std::vector<float> w(B), x(B);
     trial_values(t, rng, w, x);
-    typename W::block wb;
     W::encode(w.data(), wb, nullptr);
-    std::vector<typename A::block> ab(nblk);
     gk::encode_row<A>(x.data(), ab.data(), B, nullptr);
-    const float want = W::dot(wb, ab.data());
-    // the activation column as encode_act lays it out
-    std::vector<char> col(B + 4 * nblk + 32 * nblk, 0);
+    want = W::dot(wb, ab.data());
     for (int i = 0; i < nblk; ++i) {
       float d;
       if constexpr (A::id == gk::type::q8_K) {
@@ -130,7 +129,22 @@ int mismatches(int trials) {
       std::memcpy(col.data() + A::block_size * i, ab[i].qs, A::block_size);
       std::memcpy(col.data() + B + 4 * i, &d, 4);
     }
-    const q8::act_col ac{col.data(), B, B + 4 * nblk};
+  }
+  q8::act_col act() const { return {col.data(), B, B + 4 * nblk}; }
+};
+
+// Blocks whose device term differs from W::dot in bits (Q: the dot under test).
+template <class W, class Q = q8::q8dot<W>>
+int mismatches(int trials) {
+  constexpr int S = sizeof(typename W::block);
+  std::mt19937 rng(5 + static_cast<int>(W::id));
+  int bad = 0;
+  for (int t = 0; t < trials; ++t) {
+    const block_trial<W> tr(t, rng);
+    const auto& wb = tr.wb;
+    const auto& col = tr.col;
+    const float want = tr.want;
+    const q8::act_col ac = tr.act();
     for (int off = 0; off < 4; ++off) {
       alignas(16) unsigned char buf[S + 16] = {};
       std::memcpy(buf + off, &wb, S);
@@ -424,26 +438,16 @@ constexpr bool q_scaled = requires(typename Q::wc& u) { Q::scale_codes(u); };
 
 template <class W, class Q = q8::q8dot<W>>
 int mmq_sum_mismatches(int trials) {
-  using A = typename W::dot_type;
-  constexpr int B = W::block_size, nblk = B / A::block_size;
-  static_assert(A::block_size == B, "the formats of mmq_mins / mmq_scaled take one q8_K block a block");
+  static_assert(W::dot_type::block_size == W::block_size, "the formats of mmq_mins / mmq_scaled take one q8_K block a block");
   std::mt19937 rng(11 + static_cast<int>(W::id));
   int bad = 0;
   for (int t = 0; t < trials; ++t) {
-    std::vector<float> w(B), x(B);
-    trial_values(t, rng, w, x);
-    typename W::block wb;
-    W::encode(w.data(), wb, nullptr);
-    std::vector<typename A::block> ab(nblk);
-    gk::encode_row<A>(x.data(), ab.data(), B, nullptr);
-    const float want = W::dot(wb, ab.data());
-    std::vector<char> col(B + 4 * nblk + 32 * nblk, 0);
-    std::memcpy(col.data(), ab[0].qs, B);
-    std::memcpy(col.data() + B, &ab[0].d, 4);
-    std::memcpy(col.data() + B + 4 * nblk, ab[0].bsums, 32);
-    const q8::act_col ac{col.data(), B, B + 4 * nblk};
+    const block_trial<W> tr(t, rng);
+    const auto& col = tr.col;
+    const float want = tr.want;
+    const q8::act_col ac = tr.act();
     alignas(16) unsigned char buf[sizeof(typename W::block) + 16] = {};
-    std::memcpy(buf, &wb, sizeof(wb));
+    std::memcpy(buf, &tr.wb, sizeof(tr.wb));
     int total[Q::np] = {}, ps = 0, pm = 0;
     typename Q::wc last{};
     for (int c = 0; c < Q::ch; ++c) {
