@@ -37,10 +37,13 @@ if ((${#missing[@]})); then
 fi
 
 ref="$(tools/reference.sh)"
+opts=(-Dreference="$ref")
+# GK_CUDA_ARCHS (e.g. "90") narrows the CUDA architectures compiled (-Dcuda-architectures)
+[[ -n "${GK_CUDA_ARCHS:-}" ]] && opts+=(-Dcuda-architectures="$GK_CUDA_ARCHS")
 if [[ ! -f "$build/build.ninja" ]]; then
-  meson setup "$build" -Dreference="$ref" >/dev/null
+  meson setup "$build" "${opts[@]}" >/dev/null
 else
-  meson configure "$build" -Dreference="$ref" >/dev/null
+  meson configure "$build" "${opts[@]}" >/dev/null
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
