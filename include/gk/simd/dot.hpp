@@ -72,3 +72,4 @@ struct dot_tile {
 #include "gk/simd/avx512/dot_tile_kq16.hpp"
 #include "gk/simd/avx512/dot_tile_legacy.hpp"
 #include "gk/simd/avx2/dot_tile_float.hpp"
+#include "gk/simd/avx2/dot_tile_pairs.hpp"

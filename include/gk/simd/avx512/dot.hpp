@@ -37,22 +37,14 @@
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
 #include "gk/simd/avx2/dot_kquants.hpp"
+#include "gk/simd/prefetch.hpp"
 #include "gk/simd/target.hpp"
 
 GK_EXACT_FP_BEGIN
 
 namespace gk::simd::avx512_ops {
 
-// A prefetch into L1 (T0) or L2 (T1) that the compiler keeps. GCC 12 deleted _mm_prefetch
-// calls where ipa-modref took a function that only prefetches for one without effects:
-// the one-column tile's prefetches were in some builds of it and not in others (found in
-// a benchmark of the tile alone, where no prefetch instruction was left in the binary).
-template <int Level>
-inline void prefetch(const void* p) {
-  static_assert(Level == 0 || Level == 1);
-  if constexpr (Level == 0) asm volatile("prefetcht0 %0" ::"m"(*static_cast<const char*>(p)));
-  else asm volatile("prefetcht1 %0" ::"m"(*static_cast<const char*>(p)));
-}
+using gk::simd::prefetch;  // simd/prefetch.hpp
 
 inline __m512i load(const void* p) { return _mm512_loadu_si512(p); }
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }

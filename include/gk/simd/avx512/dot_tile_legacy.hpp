@@ -60,28 +60,15 @@ using namespace gk::simd::avx512_ops;
 
 inline constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
 
-// The weight bytes a one-column tile prefetches as it goes, [p, p + bytes): `step` of them,
-// in address order, per weight block of its own rows (see cpu/matmul.hpp for why). Into L2
-// (T1), not L1: the next task's 16 rows (q4_0 K 4096: 36 KiB) fill most of a 48 KiB L1
+// simd::ahead (simd/prefetch.hpp): the weight bytes a one-column tile prefetches as it goes,
+// into L2 (T1), not L1: the next task's 16 rows (q4_0 K 4096: 36 KiB) fill most of a 48 KiB L1
 // while this task's rows are still read from it. Intel Xeon (Emerald Rapids, KVM),
 // bench_matmul N 1, CPU_TILED, one / two threads, two runs each, T0 -> T1: q4_0 79-82 /
 // 144-156 -> 88 / 165 GFLOP/s (the reference's AMX 90-96 / 174-183), q4_K 58-59 / 110-137
 // -> 80-82 / 150-155, q8_0 42-43 / 80-83 -> 44-46 / 87-89; from >= 1 GiB, one thread,
 // GB/s: q4_0 10.4-11.4 -> 14.1-14.2, q4_K 10.3-11.9 -> 13.6-13.7. No prefetch at all: q4_0
 // 9.0-9.3 from memory. Not measured on AMD (Zen) this time, where T0 was chosen.
-struct ahead {
-  const char* p = nullptr;
-  std::size_t bytes = 0, step = 0;
-  ahead() = default;
-  ahead(const void* next, std::size_t next_bytes, std::int64_t blocks)
-      : p(blocks > 0 ? static_cast<const char*>(next) : nullptr), bytes(next_bytes),
-        step(blocks > 0 ? (next_bytes + static_cast<std::size_t>(blocks) - 1) / static_cast<std::size_t>(blocks) : 0) {}
-  void block(std::int64_t i) const {
-    if (!p) return;
-    const std::size_t lo = static_cast<std::size_t>(i) * step, hi = lo + step < bytes ? lo + step : bytes;
-    for (std::size_t o = lo & ~std::size_t{63}; o < hi; o += 64) prefetch<1>(p + o);
-  }
-};
+using gk::simd::ahead;
 
 // Lane r of d[p] is dword p of the 16 bytes at q[r], r = 0..15: four rows to a vector
 // (rows j, 4 + j, 8 + j, 12 + j in its 128-bit lanes), then a 4 x 4 dword transpose in

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MIT
+// AVX2 tiles of the 32-weight formats (q8_0, q4_0, q5_0, q4_1, q5_1, iq4_nl) and of q4_K,
+// q5_K and q6_K: eight weight rows by C activation columns (C = 1, 2, 4), one (row, column)
+// dot per float lane.
+//
+// Per block, each weight row is unpacked once for its C columns and each activation column
+// once for the eight rows; every (row, column) pair gets its block's exact integer sum as
+// eight 32-bit partial sums (the same pmaddubsw/pmaddwd bounds as the row dots of
+// avx2/dot.hpp and dot_legacy.hpp), eight pairs are reduced together by one hadd tree into
+// one vector, pair p in lane p % 8, and the definition's per-block float operations run
+// lane-wise on that vector with each lane's own scales (row scales and column scales
+// permuted into the pairs' lanes), then each lane adds its block to its own running sum in
+// block order. So every output is the scalar definition's bits (formats::*::dot summed in
+// order): the integer part is exact and the float part is the same operations on the same
+// operands in the same order, lane by lane.
+//
+// Pair p = r * C + c is row r, column c: groups of eight pairs are lanes 0-7 of
+// out[8g .. 8g + 7] directly. R < 8 repeats row 0 in the rows past R (computed, dropped).
+// One column (decode) prefetches the next task's rows as it goes (`ahead`).
+// Compiles to nothing unless the translation unit targets AVX2 + FMA + F16C.
+#pragma once
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "gk/core/exact_fp.hpp"
+#include "gk/formats/iq4.hpp"
+#include "gk/formats/kquants.hpp"
+#include "gk/formats/legacy.hpp"
+#include "gk/simd/avx2/dot.hpp"
+#include "gk/simd/avx2/dot_kquants.hpp"
+#include "gk/simd/avx2/dot_legacy.hpp"
+#include "gk/simd/prefetch.hpp"
+#include "gk/simd/target.hpp"
+
+GK_EXACT_FP_BEGIN
+
+namespace gk::simd::avx2_pair_tile {
+
+using namespace gk::simd::avx2_ops;
+
+inline constexpr int kRows = 8;
+
+using gk::simd::ahead;  // simd/prefetch.hpp
+
+// Eight f16 fields as floats, lane j from get(j) (vcvtph2ps is exact, as to_f32 is).
+template <class Get>
+inline __m256 f16_lanes(Get get) {
+  return _mm256_cvtph_ps(_mm_setr_epi16(get(0), get(1), get(2), get(3), get(4), get(5), get(6), get(7)));
+}
+
+// The 32 activation bytes widened to 16 bits, for pmaddwd with full-range weight bytes.
+struct wide_bytes { __m256i lo, hi; };
+inline wide_bytes widen(const std::int8_t* q) {
+  const __m128i* p = reinterpret_cast<const __m128i*>(q);
+  return {_mm256_cvtepi8_epi16(_mm_loadu_si128(p)), _mm256_cvtepi8_epi16(_mm_loadu_si128(p + 1))};
+}
+
+// The 32-weight formats' pairs: one integer sum, a row unpacked once for its C columns.
+template <class F>
+struct per_pair {
+  static constexpr int nint = 1;
+  template <int C, class B, class Col>
+  static void row_pairs(const B& b, const Col* cs, __m256i* const* v) {
+    const typename F::row u = F::prep_row(b);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = F::pair(u, cs[c]);
+  }
+};
+
+// ---- the formats: a row's unpacked block, a column's prepared block, a pair's integer
+// partial sums, the scales as lanes (rows: lane r; columns: lane c), and the block's float
+// value from its integer sum, lane-wise, as the definition writes it -----------------------
+
+// The formats whose block value needs only the two f16 d's.
+template <class F>
+struct d_only : per_pair<F> {
+  static constexpr int nrowf = 1, ncolf = 1;
+  template <class Col>
+  static void col_ints(const Col*, int, __m256i*) {}
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = f16_lanes([&](int c) { return static_cast<short>(a(c).d.bits); }); }
+};
+
+// q8_0: sum(w * a) over full-range bytes by sign extension and pmaddwd;
+// value s * (dw * da).
+struct q8_0_t : d_only<q8_0_t> {
+  using W = formats::q8_0;
+  using row = wide_bytes;
+  using col = wide_bytes;
+  static row prep_row(const W::block& b) { return widen(b.qs); }
+  static col prep_col(const W::dot_type::block& b) { return widen(b.qs); }
+  static __m256i pair(const row& w, const col& a) {
+    return _mm256_add_epi32(_mm256_madd_epi16(w.lo, a.lo), _mm256_madd_epi16(w.hi, a.hi));
+  }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(s[0]), _mm256_mul_ps(rf[0], cf[0]));
+  }
+};
+
+// q4_0, q5_0: (u - off) * a with u the 4- or 5-bit codes, as u * a by pmaddubsw (pairs within
+// +-(31 * 128 * 2) = +-7936) minus off * a (pmaddubsw by off, pairs within +-16 * 256), in 16
+// bits, then pmaddwd. Value (s * dw) * da for q4_0, (dw * da) * s for q5_0.
+struct a_with_off { __m256i a, off_a; };
+template <class Fmt>
+struct offset_t : d_only<offset_t<Fmt>> {
+  using W = Fmt;
+  static constexpr bool five = std::is_same_v<Fmt, formats::q5_0>;
+  using row = __m256i;
+  using col = a_with_off;
+  static row prep_row(const typename W::block& b) {
+    if constexpr (five) return codes5(b.qs, b.qh);
+    else return nibbles32(b.qs);
+  }
+  static col prep_col(const typename W::dot_type::block& b) {
+    const __m256i a = load(b.qs);
+    return {a, _mm256_maddubs_epi16(_mm256_set1_epi8(five ? 16 : 8), a)};
+  }
+  static __m256i pair(const row& u, const col& a) {
+    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(u, a.a), a.off_a), _mm256_set1_epi16(1));
+  }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    if constexpr (five) return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0]));
+    else return _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[0]), rf[0]), cf[0]);
+  }
+};
+using q4_0_t = offset_t<formats::q4_0>;
+using q5_0_t = offset_t<formats::q5_0>;
+
+// q4_1, q5_1: sum(u * a) (pairs within +-(31 * 128 * 2)) and the activation sum sa from the
+// codes; value (dw * da) * s + m * (da * sa).
+template <class Fmt, bool five>
+struct affine_t : per_pair<affine_t<Fmt, five>> {
+  using W = Fmt;
+  static constexpr int nrowf = 2, ncolf = 2;
+  using row = __m256i;
+  using col = __m256i;
+  static row prep_row(const typename W::block& b) {
+    if constexpr (five) return codes5(b.qs, b.qh);
+    else return nibbles32(b.qs);
+  }
+  static col prep_col(const typename W::dot_type::block& b) { return load(b.qs); }
+  static __m256i pair(const row& u, const col& a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+  }
+  // the columns' activation sums, lane c
+  static void col_ints(const col* a, int C, __m256i* out) {
+    __m256i v[8];
+    for (int c = 0; c < 8; ++c) v[c] = c < C ? sum_i8(a[c]) : _mm256_setzero_si256();
+    out[0] = hsum8_i32(v);
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) {
+    f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); });
+    f[1] = f16_lanes([&](int r) { return static_cast<short>(w(r).m.bits); });
+  }
+  template <class Ab>
+  static void colf(Ab a, const __m256i* ints, __m256* f) {
+    f[0] = f16_lanes([&](int c) { return static_cast<short>(a(c).d.bits); });
+    f[1] = _mm256_mul_ps(f[0], _mm256_cvtepi32_ps(ints[0]));  // da * sa
+  }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0])), _mm256_mul_ps(rf[1], cf[1]));
+  }
+};
+using q4_1_t = affine_t<formats::q4_1, false>;
+using q5_1_t = affine_t<formats::q5_1, true>;
+
+// iq4_nl: codebook values split into positive and negative magnitudes (<= 113 and <= 127
+// against bytes >= -128: pairs within +-32512, their difference taken in 32 bits);
+// value s * (dw * da).
+struct iq4_nl_t : d_only<iq4_nl_t> {
+  using W = formats::iq4_nl;
+  struct row { __m256i pos, neg; };
+  using col = __m256i;
+  static row prep_row(const W::block& b) {
+    const split_table t = split(codebooks::kvalues_iq4nl);  // loop-invariant: hoisted
+    const __m256i c = nibbles32(b.qs);
+    return {_mm256_shuffle_epi8(t.pos, c), _mm256_shuffle_epi8(t.neg, c)};
+  }
+  static col prep_col(const W::dot_type::block& b) { return load(b.qs); }
+  static __m256i pair(const row& w, const col& a) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w.pos, a), ones),
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(w.neg, a), ones));
+  }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(s[0]), _mm256_mul_ps(rf[0], cf[0]));
+  }
+};
+
+// ---- the 256-weight k-quants with q8_K activations (float d, sixteen 16-weight sums) ----
+
+// q8_K's d of eight columns as lanes.
+template <class Ab>
+inline __m256 q8k_d(Ab a) {
+  return _mm256_setr_ps(a(0).d, a(1).d, a(2).d, a(3).d, a(4).d, a(5).d, a(6).d, a(7).d);
+}
+
+// q4_K, q5_K: per 32-weight sub-block j, sum(u * a) (u <= 31 against bytes >= -128: pairs
+// within +-7936) times the 6-bit scale_j by pmaddwd; the min term min_j * (bsums[2j] +
+// bsums[2j+1]) by one pmaddwd of the bsums with each min twice (as the row dots). Value
+// (d * yd) * sum_q - (dmin * yd) * sum_m.
+template <class Fmt, bool five>
+struct k45_t {
+  using W = Fmt;
+  static constexpr int nint = 2, nrowf = 2, ncolf = 1;
+  struct col { const std::int8_t* q; __m256i bsums; };
+  static col prep_col(const formats::q8_K::block& y) { return {y.qs, load(y.bsums)}; }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const typename W::block& b, const col* cs, __m256i* const* v) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    const __m128i sm = scales_mins_k4(b.scales);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, dup_mins));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[1][c] = _mm256_madd_epi16(cs[c].bsums, mins);
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+    __m256i qh;
+    if constexpr (five) qh = load(b.qh);
+#pragma GCC unroll 4
+    for (int h = 0; h < 4; ++h) {  // 64 weights: sub-blocks 2h (low nibbles) and 2h + 1 (high)
+      const __m256i q = load(b.qs + 32 * h);
+      __m256i u0 = _mm256_and_si256(q, low4), u1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (five) {
+        const __m256i hb = _mm256_srli_epi16(qh, 2 * h);
+        u0 = _mm256_or_si256(u0, _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(1)), 4));
+        u1 = _mm256_or_si256(u1, _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(2)), 3));
+      }
+      const __m256i s0 = words_jk(scales, 2 * h, 2 * h), s1 = words_jk(scales, 2 * h + 1, 2 * h + 1);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m256i p0 = _mm256_maddubs_epi16(u0, load(cs[c].q + 64 * h));
+        const __m256i p1 = _mm256_maddubs_epi16(u1, load(cs[c].q + 64 * h + 32));
+        acc[c] = _mm256_add_epi32(acc[c], _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s1)));
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) {
+    f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); });
+    f[1] = f16_lanes([&](int r) { return static_cast<short>(w(r).dmin.bits); });
+  }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0])),
+                         _mm256_mul_ps(_mm256_mul_ps(rf[1], cf[0]), _mm256_cvtepi32_ps(s[1])));
+  }
+};
+using q4_K_t = k45_t<formats::q4_K, false>;
+using q5_K_t = k45_t<formats::q5_K, true>;
+
+// q6_K: sum_j sc_j * sum((u - 32) * a) over its sixteen 16-weight sub-blocks, as
+// sum_j sc_j * sum(u * a) (u <= 63 against bytes >= -128: pairs within +-16128) minus 32 *
+// sum_j sc_j * S_j, S_j the column's own 16-weight sums taken from its bytes (not from
+// bsums, which the definition does not read), one pmaddwd per pair. The same integer
+// total. Value (d * yd) * s.
+struct q6_K_t {
+  using W = formats::q6_K;
+  static constexpr int nint = 2, nrowf = 1, ncolf = 1;
+  // S_j in the order [S0, S2, ..., S14 | S1, S3, ..., S15] (16 bits: |S_j| <= 2048)
+  struct col { const std::int8_t* q; __m256i sums; };
+  static col prep_col(const formats::q8_K::block& y) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i m[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) m[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, load(y.qs + 32 * k)), ones16);
+    // lane l of chunk k: four bytes' sum, l < 4 in its first 16 bytes; two hadds give
+    // [S_{2k} for k = 0..3 | S_{2k+1} for k = 0..3]
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+    return {y.qs, _mm256_packs_epi32(a, b)};
+  }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+    // the scales in the columns' order: even sub-blocks, then odd
+    const __m128i sc8 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)),
+                                         _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    const __m256i sc = _mm256_cvtepi8_epi16(sc8);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[1][c] = _mm256_madd_epi16(cs[c].sums, sc);
+    const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+    // scales 8h .. 8h + 7 as words in both 128-bit lanes, for words_jk
+    const __m256i sc_h[2] = {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)))),
+                             _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales + 8))))};
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32), qh = load(b.qh + 32 * h);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i ql = (k & 1) ? ql1 : ql0;
+        const __m256i lo = (k >> 1) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4) : _mm256_and_si256(ql, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), three);
+        const __m256i u = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));  // 0..63
+        // sub-blocks 8h + 2k (16-bit lanes 0-7) and 8h + 2k + 1 (8-15)
+        const __m256i s = words_jk(sc_h[h], 2 * k, 2 * k + 1);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+          acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(u, load(cs[c].q + 128 * h + 32 * k)), s));
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(_mm256_sub_epi32(s[0], _mm256_slli_epi32(s[1], 5))));
+  }
+};
+
+// Lane l of group g is pair 8g + l: row (8g + l) / C, column (8g + l) % C.
+template <int C>
+inline __m256i row_lanes(int g) {
+  return _mm256_setr_epi32((8 * g + 0) / C, (8 * g + 1) / C, (8 * g + 2) / C, (8 * g + 3) / C, (8 * g + 4) / C,
+                           (8 * g + 5) / C, (8 * g + 6) / C, (8 * g + 7) / C);
+}
+template <int C>
+inline __m256i col_lanes() {
+  return _mm256_setr_epi32(0 % C, 1 % C, 2 % C, 3 % C, 4 % C, 5 % C, 6 % C, 7 % C);
+}
+
+// Eight rows by C columns (C = 1, 2, 4, 8): out[r * C + c] = the definition's dot of w[r]
+// with a[c] over n weights.
+template <class F, int C>
+void tile(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
+          float* out, const ahead& next = {}) {
+  static_assert(C == 1 || C == 2 || C == 4 || C == 8);
+  constexpr int G = kRows * C / 8, rows_per_group = 8 / C;
+  const std::int64_t nb = n / F::W::block_size;
+  __m256 acc[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+  const __m256i cl = col_lanes<C>();
+  for (std::int64_t i = 0; i < nb; ++i) {
+    next.block(i);
+    typename F::col cs[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) cs[c] = F::prep_col(a[c][i]);
+    __m256i ci[1] = {_mm256_setzero_si256()};
+    F::col_ints(cs, C, ci);
+    __m256 rf[F::nrowf], cf[F::ncolf];
+    F::rowf([&](int r) -> const typename F::W::block& { return w[r][i]; }, rf);
+    F::colf([&](int c) -> const typename F::W::dot_type::block& { return a[c < C ? c : 0][i]; }, ci, cf);
+    __m256 cfl[F::ncolf];
+#pragma GCC unroll 2
+    for (int k = 0; k < F::ncolf; ++k) cfl[k] = C == 8 ? cf[k] : _mm256_permutevar8x32_ps(cf[k], cl);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      __m256i v[F::nint][8];
+#pragma GCC unroll 8
+      for (int rr = 0; rr < rows_per_group; ++rr) {
+        __m256i* vp[F::nint];
+        for (int k = 0; k < F::nint; ++k) vp[k] = v[k] + rr * C;
+        F::template row_pairs<C>(w[g * rows_per_group + rr][i], cs, vp);
+      }
+      __m256i s[F::nint];
+#pragma GCC unroll 2
+      for (int k = 0; k < F::nint; ++k) s[k] = hsum8_i32(v[k]);
+      __m256 rfl[F::nrowf];
+      const __m256i rl = row_lanes<C>(g);
+#pragma GCC unroll 2
+      for (int k = 0; k < F::nrowf; ++k) rfl[k] = C == 1 ? rf[k] : _mm256_permutevar8x32_ps(rf[k], rl);
+      acc[g] = _mm256_add_ps(acc[g], F::value(s, ci[0], rfl, cfl));
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) _mm256_storeu_ps(out + 8 * g, acc[g]);
+}
+
+// Any R <= 8 by any C: columns four at a time, then two, then one.
+template <class F>
+struct runner {
+  using wblock = typename F::W::block;
+  using ablock = typename F::W::dot_type::block;
+  template <int R, int C>
+  static void run(const wblock* const* w, const ablock* const* a, std::int64_t n, float* out, const ahead& next = {}) {
+    static_assert(R >= 1 && R <= kRows);
+    const wblock* rows[kRows];
+    for (int r = 0; r < kRows; ++r) rows[r] = w[r < R ? r : 0];
+    int c = 0;
+    auto part = [&]<int P>() {
+      float o[kRows * P];
+      tile<F, P>(rows, a + c, n, o, C == 1 ? next : ahead{});
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < P; ++j) out[r * C + c + j] = o[r * P + j];
+      c += P;
+    };
+    for (; c + 4 <= C;) part.template operator()<4>();
+    if (c + 2 <= C) part.template operator()<2>();
+    if (c < C) part.template operator()<1>();
+  }
+};
+
+}  // namespace gk::simd::avx2_pair_tile
+
+namespace gk {
+
+#define GK_AVX2_PAIR_TILE(fmt, decodes)                                                                             \
+  template <>                                                                                                      \
+  struct dot_tile<formats::fmt, simd::avx2> {                                                                      \
+    static constexpr bool specialised = true, decode = decodes;                                                     \
+    static constexpr int rows = simd::avx2_pair_tile::kRows, cols = 4;                                              \
+    template <int R, int C>                                                                                        \
+    static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
+                    std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
+      simd::avx2_pair_tile::runner<simd::avx2_pair_tile::fmt##_t>::run<R, C>(                                       \
+          w, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                         \
+    }                                                                                                              \
+  };
+
+GK_AVX2_PAIR_TILE(q8_0, true)
+GK_AVX2_PAIR_TILE(q4_0, true)
+GK_AVX2_PAIR_TILE(q5_0, true)
+GK_AVX2_PAIR_TILE(q4_1, true)
+GK_AVX2_PAIR_TILE(q5_1, true)
+GK_AVX2_PAIR_TILE(iq4_nl, true)
+GK_AVX2_PAIR_TILE(q4_K, true)
+GK_AVX2_PAIR_TILE(q5_K, true)
+GK_AVX2_PAIR_TILE(q6_K, true)
+
+#undef GK_AVX2_PAIR_TILE
+
+}  // namespace gk
+
+GK_EXACT_FP_END
+
+#endif
