@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "gk/core/exact_fp.hpp"
+#include "gk/formats/fp4.hpp"
 #include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
@@ -196,6 +197,41 @@ struct iq4_nl_t : d_only<iq4_nl_t> {
   }
 };
 
+// mxfp4: e2m1 codes as doubled integers split into positive and negative magnitudes (<= 12
+// against bytes >= -128: pmaddubsw pairs within +-3072, their difference within +-6144 in
+// 16 bits); value (da * h) * s with h the e8m0 scale's half.
+struct mxfp4_t : per_pair<mxfp4_t> {
+  using W = formats::mxfp4;
+  static constexpr int nrowf = 1, ncolf = 1;
+  struct row { __m256i pos, neg; };
+  using col = __m256i;
+  static row prep_row(const W::block& b) {
+    const split_table t = split(fp4_values());  // loop-invariant: hoisted
+    const __m256i c = nibbles32(b.qs);
+    return {_mm256_shuffle_epi8(t.pos, c), _mm256_shuffle_epi8(t.neg, c)};
+  }
+  static col prep_col(const W::dot_type::block& b) { return load(b.qs); }
+  static __m256i pair(const row& w, const col& a) {
+    return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.pos, a), _mm256_maddubs_epi16(w.neg, a)),
+                             _mm256_set1_epi16(1));
+  }
+  template <class Col>
+  static void col_ints(const Col*, int, __m256i*) {}
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) {
+    const __m256i e = _mm256_setr_epi32(w(0).e, w(1).e, w(2).e, w(3).e, w(4).e, w(5).e, w(6).e, w(7).e);
+    // e8m0_to_f32_half: the bits 0x00200000 << e for e < 2, else (e - 1) << 23 (as the row dot)
+    f[0] = _mm256_castsi256_ps(_mm256_blendv_epi8(_mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e),
+                                                  _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23),
+                                                  _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+  }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = f16_lanes([&](int c) { return static_cast<short>(a(c).d.bits); }); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_mul_ps(cf[0], rf[0]), _mm256_cvtepi32_ps(s[0]));
+  }
+};
+
 // ---- the 256-weight k-quants with q8_K activations (float d, sixteen 16-weight sums) ----
 
 // q8_K's d of eight columns as lanes.
@@ -329,6 +365,163 @@ struct q6_K_t {
   }
 };
 
+// A q8_K column with its bytes' magnitudes (|a| <= 128 as unsigned bytes), for the
+// formats that move the activation's sign onto a small signed weight value (psignb on the
+// weight, whose magnitude stays <= 127: exact for every activation byte, -128 included).
+struct col_abs {
+  const std::int8_t* q;
+  __m256i bsums;
+  alignas(32) std::uint8_t abs[qk_k];
+};
+inline col_abs prep_col_abs(const formats::q8_K::block& y) {
+  col_abs c{y.qs, load(y.bsums), {}};
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k)
+    _mm256_store_si256(reinterpret_cast<__m256i*>(c.abs + 32 * k), _mm256_abs_epi8(load(y.qs + 32 * k)));
+  return c;
+}
+
+// q2_K: codes 0..3 against bytes >= -128 (pmaddubsw pairs within +-768) times the 4-bit
+// scale of each 16-weight sub-block by pmaddwd; the min term bsums[j] * m_j by one pmaddwd.
+// Value (yd * d) * isum - (yd * dmin) * summs.
+struct q2_K_t {
+  using W = formats::q2_K;
+  static constexpr int nint = 2, nrowf = 2, ncolf = 1;
+  struct col { const std::int8_t* q; __m256i bsums; };
+  static col prep_col(const formats::q8_K::block& y) { return {y.qs, load(y.bsums)}; }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+    const __m256i three = _mm256_set1_epi8(3);
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    const __m128i sc = load128(b.scales);
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc, 4), low4));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[1][c] = _mm256_madd_epi16(cs[c].bsums, mins);
+    const __m256i s16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc, low4));
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load(b.qs + 32 * h);
+      const __m256i s_h = _mm256_permute2x128_si256(s16, s16, h ? 0x11 : 0x00);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {  // weights 128h + 32k ..: sub-blocks 8h + 2k and 8h + 2k + 1
+        const __m256i cd = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), three);
+        const __m256i s = words_jk(s_h, 2 * k, 2 * k + 1);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+          acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(cd, load(cs[c].q + 128 * h + 32 * k)), s));
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) {
+    f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); });
+    f[1] = f16_lanes([&](int r) { return static_cast<short>(w(r).dmin.bits); });
+  }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(cf[0], rf[0]), _mm256_cvtepi32_ps(s[0])),
+                         _mm256_mul_ps(_mm256_mul_ps(cf[0], rf[1]), _mm256_cvtepi32_ps(s[1])));
+  }
+};
+
+// q3_K: code = lo - off in -4 .. 3 (lo the two low bits, off 4 where the hmask bit is
+// clear), as |a| times sign(code, a) (pmaddubsw pairs within +-1024) times the 6-bit scale
+// - 32 of each 16-weight sub-block by pmaddwd. Value (d * yd) * s.
+struct q3_K_t {
+  using W = formats::q3_K;
+  static constexpr int nint = 1, nrowf = 1, ncolf = 1;
+  using col = col_abs;
+  static col prep_col(const formats::q8_K::block& y) { return prep_col_abs(y); }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4), zero = _mm256_setzero_si256();
+    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(scales_k3(b.scales), _mm_set1_epi8(32)));  // -32 .. 31
+    const __m256i hm = load(b.hmask);
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load(b.qs + 32 * h);
+      const __m256i s_h = _mm256_permute2x128_si256(s16, s16, h ? 0x11 : 0x00);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {  // weights 128h + 32k ..: sub-blocks 8h + 2k and 8h + 2k + 1
+        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), three);
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + k)));
+        const __m256i off = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), zero), four);
+        const __m256i code = _mm256_sub_epi8(lo, off);
+        const __m256i s = words_jk(s_h, 2 * k, 2 * k + 1);
+        const int o = 128 * h + 32 * k;
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+          const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(cs[c].abs + o)),
+                                                 _mm256_sign_epi8(code, load(cs[c].q + o)));
+          acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(p, s));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0]));
+  }
+};
+
+// iq4_xs: codebook values (-127 .. 113) as |a| times sign(v, a) (pmaddubsw pairs within
+// +-32512), times the 6-bit scale - 32 of each 32-weight sub-block by pmaddwd (as the row
+// dot). Value (d * yd) * s.
+struct iq4_xs_t {
+  using W = formats::iq4_xs;
+  static constexpr int nint = 1, nrowf = 1, ncolf = 1;
+  using col = col_abs;
+  static col prep_col(const formats::q8_K::block& y) { return prep_col_abs(y); }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+    const __m256i values = _mm256_broadcastsi128_si256(load128(codebooks::kvalues_iq4nl));
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i scales = _mm256_broadcastsi128_si256(scales_iq4_xs(b));
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m128i q = load128(b.qs + 16 * g);
+      // weights 32g .. 32g+15 are the low nibbles, 32g+16 .. 32g+31 the high ones
+      const __m256i vals = _mm256_shuffle_epi8(values, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4));
+      const __m256i s = words_jk(scales, g, g);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m256i p = _mm256_maddubs_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(cs[c].abs + 32 * g)),
+                                               _mm256_sign_epi8(vals, load(cs[c].q + 32 * g)));
+        acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(p, s));
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0]));
+  }
+};
+
 // Lane l of group g is pair 8g + l: row (8g + l) / C, column (8g + l) % C.
 template <int C>
 inline __m256i row_lanes(int g) {
@@ -438,6 +631,10 @@ GK_AVX2_PAIR_TILE(iq4_nl, true)
 GK_AVX2_PAIR_TILE(q4_K, true)
 GK_AVX2_PAIR_TILE(q5_K, true)
 GK_AVX2_PAIR_TILE(q6_K, true)
+GK_AVX2_PAIR_TILE(mxfp4, true)
+GK_AVX2_PAIR_TILE(q2_K, true)
+GK_AVX2_PAIR_TILE(q3_K, true)
+GK_AVX2_PAIR_TILE(iq4_xs, true)
 
 #undef GK_AVX2_PAIR_TILE
 
