@@ -623,7 +623,6 @@ namespace gk {
   };
 
 GK_AVX2_PAIR_TILE(q8_0, true)
-GK_AVX2_PAIR_TILE(q4_0, true)
 GK_AVX2_PAIR_TILE(q5_0, true)
 GK_AVX2_PAIR_TILE(q4_1, true)
 GK_AVX2_PAIR_TILE(q5_1, true)

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// AVX2 tiles that read a group of sixteen weight rows stored tiled (cpu/tiled.hpp) as it
+// lies: one weight row per 32-bit lane, eight rows to a vector, so no horizontal sum at
+// all. Block column i of a q4_0 group holds the sixteen rows' d (32 bytes), then qs dword k
+// of the sixteen rows as 64 bytes (rows 0-7 in the first 32): one load gives lane r the
+// codes of row r's weights 4k .. 4k+3 (low nibbles) and 16 + 4k .. 16 + 4k + 3 (high).
+// Against the activation dword of the same four weights, broadcast, pmaddubsw gives each
+// row's products in its own lane; the block's eight such steps add up in 16 bits (codes
+// <= 15 against bytes >= -128: each step's pairs within +-3840, eight steps within +-30720,
+// so nothing wraps), one pmaddwd by ones makes the row's sum of u * a, and 8 * sum(a) (the
+// column's, the same for every row) makes it the block's exact integer sum of (u - 8) * a.
+// The definition's float operations then run lane-wise, each lane adding its block in
+// block order: every output is the scalar definition's bits.
+//
+// The same rows stored plain go through the pair tile (avx2/dot_tile_pairs.hpp), eight
+// rows at a time (this tile's shape is the tiled group's sixteen rows).
+// Compiles to nothing unless the translation unit targets AVX2 + FMA + F16C.
+#pragma once
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "gk/core/exact_fp.hpp"
+#include "gk/formats/legacy.hpp"
+#include "gk/simd/avx2/dot_tile_pairs.hpp"
+#include "gk/simd/prefetch.hpp"
+#include "gk/simd/target.hpp"
+
+GK_EXACT_FP_BEGIN
+
+namespace gk::simd::avx2_tiled {
+
+using namespace gk::simd::avx2_ops;
+using gk::simd::ahead;
+
+inline constexpr int kRows = 16, kChunk = 64;  // rows of a tiled group; blocks per offset chunk
+
+inline __m256i bcast32(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// off[j] = 8 * (sum of activation block i0 + j's bytes), j < m (m <= kChunk), eight blocks
+// per hadd tree.
+inline void offsets8(const formats::q8_0::block* a, std::int64_t i0, int m, std::int32_t* off) {
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (int j0 = 0; j0 < m; j0 += 8) {
+    __m256i v[8];
+    for (int j = 0; j < 8; ++j)
+      v[j] = j0 + j < m ? _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, load(a[i0 + j0 + j].qs)), ones16)
+                        : _mm256_setzero_si256();
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(off + j0), _mm256_slli_epi32(hsum8_i32(v), 3));
+  }
+}
+
+// Rows 8h .. 8h + 7 of a tiled q4_0 group against CB columns, blocks [i0, i0 + m), added to
+// acc[c] lane by lane (lane r: row 8h + r).
+template <int CB>
+inline void q4_0_half(const unsigned char* group, int h, const formats::q8_0::block* const* a, std::int64_t i0, int m,
+                      const std::int32_t (*off)[kChunk], __m256* acc, const ahead& next) {
+  constexpr std::size_t col_bytes = kRows * sizeof(formats::q4_0::block);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones16 = _mm256_set1_epi16(1);
+  for (int j = 0; j < m; ++j) {
+    const std::int64_t i = i0 + j;
+    next.block(i);
+    const unsigned char* col = group + static_cast<std::size_t>(i) * col_bytes;
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 16 * h)));
+    __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q = load(col + 32 + 64 * k + 32 * h);
+      lo[k] = _mm256_and_si256(q, low4);
+      hi[k] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      const std::int8_t* aq = a[c][i].qs;
+      __m256i s16 = _mm256_maddubs_epi16(lo[0], bcast32(aq));
+      s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[0], bcast32(aq + 16)));
+#pragma GCC unroll 3
+      for (int k = 1; k < 4; ++k) {
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo[k], bcast32(aq + 4 * k)));
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[k], bcast32(aq + 16 + 4 * k)));
+      }
+      const __m256i s = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones16), _mm256_set1_epi32(off[c][j]));
+      const __m256 da = _mm256_set1_ps(_cvtsh_ss(a[c][i].d.bits));
+      // (s * dw) * da, as formats::q4_0::dot
+      acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), dw), da));
+    }
+  }
+}
+
+// The sixteen rows of a tiled q4_0 group by C columns: out[r * C + c].
+template <int C>
+void q4_0_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  const auto* g = static_cast<const unsigned char*>(group);
+  const std::int64_t nb = n / 32;
+  constexpr int CB = C < 4 ? C : 4;
+  static_assert(C % CB == 0);
+  for (int c0 = 0; c0 < C; c0 += CB) {
+    __m256 acc[2][CB];
+    for (auto& h : acc)
+      for (auto& v : h) v = _mm256_setzero_ps();
+    alignas(32) std::int32_t off[CB][kChunk];
+    for (std::int64_t i0 = 0; i0 < nb; i0 += kChunk) {
+      const int m = static_cast<int>(std::min<std::int64_t>(kChunk, nb - i0));
+      for (int c = 0; c < CB; ++c) offsets8(a[c0 + c], i0, m, off[c]);
+      for (int h = 0; h < 2; ++h)
+        q4_0_half<CB>(g, h, a + c0, i0, m, off, acc[h], c0 == 0 && h == 0 ? next : ahead{});
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int c = 0; c < CB; ++c) {
+        alignas(32) float o[8];
+        _mm256_store_ps(o, acc[h][c]);
+        for (int r = 0; r < 8; ++r) out[(8 * h + r) * C + c0 + c] = o[r];
+      }
+  }
+}
+
+// The pair tile for up to sixteen plain rows: two runs of eight.
+template <class F, int R, int C>
+void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
+             float* out, const ahead& next) {
+  static_assert(R >= 1 && R <= kRows);
+  using run8 = avx2_pair_tile::runner<F>;
+  if constexpr (R <= 8) {
+    run8::template run<R, C>(w, a, n, out, next);
+  } else {
+    run8::template run<8, C>(w, a, n, out, next);
+    run8::template run<R - 8, C>(w + 8, a, n, out + 8 * C);
+  }
+}
+
+}  // namespace gk::simd::avx2_tiled
+
+namespace gk {
+
+template <>
+struct dot_tile<formats::q4_0, simd::avx2> {
+  static constexpr bool specialised = true, decode = true, tiled = true;
+  static constexpr int rows = simd::avx2_tiled::kRows, cols = 4;
+  template <int R, int C>
+  static void run(const formats::q4_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n, float* out,
+                  const void* next = nullptr, std::size_t next_bytes = 0) {
+    simd::avx2_tiled::pairs16<simd::avx2_pair_tile::q4_0_t, R, C>(w, a, n, out, {next, next_bytes, n / 32});
+  }
+  template <int C>
+  static void run_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out,
+                        const void* next = nullptr, std::size_t next_bytes = 0) {
+    simd::avx2_tiled::q4_0_tiled<C>(group, a, n, out, {next, next_bytes, n / 32});
+  }
+};
+
+}  // namespace gk
+
+GK_EXACT_FP_END
+
+#endif
