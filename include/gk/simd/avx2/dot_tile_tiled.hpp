@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "gk/core/exact_fp.hpp"
+#include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
 #include "gk/simd/avx2/dot_tile_pairs.hpp"
 #include "gk/simd/prefetch.hpp"
@@ -124,6 +125,114 @@ void q4_0_tiled(const void* group, const formats::q8_0::block* const* a, std::in
   }
 }
 
+// The word pattern for pshufb: in every dword lane, byte b (0..3) of the lane as the low
+// byte of both 16-bit words (b2 for the second word), high bytes zero.
+inline __m256i lane_bytes_as_words(int b, int b2) {
+  auto lane = [&](int r) { return (4 * r + b) | (0x80 << 8) | ((4 * r + b2) << 16) | (0x80 << 24); };
+  return _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(0), lane(1), lane(2), lane(3));
+}
+
+// Rows 8h .. 8h + 7 of a tiled q4_K group against CB columns, every block, added to acc[c]
+// lane by lane. A q4_K block column is the block's 36 dwords, each as sixteen rows' copies
+// (64 bytes, rows 0-7 first): dword 0 is d | dmin << 16, dwords 1-3 the packed scales and
+// mins, dwords 4 .. 35 the codes (qs dword 8c + l: weights 64c + 4l .. + 3 in its low
+// nibbles, sub-block 2c, and 64c + 32 + 4l .. in its high ones, sub-block 2c + 1). Per
+// sub-block its eight steps add up in 16 bits (codes <= 15: within +-30720), pmaddwd by the
+// row's 6-bit scale; the min term per row is sum_j min_j * (bsums[2j] + bsums[2j + 1]) by
+// four pmaddwd of min pairs with bsum pairs (bsum pairs within +-4096 in 16 bits).
+template <int CB>
+inline void q4_K_half(const unsigned char* group, int h, const formats::q8_K::block* const* a, std::int64_t nb,
+                      __m256* acc, const ahead& next) {
+  constexpr std::size_t col_bytes = kRows * sizeof(formats::q4_K::block);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), m6 = _mm256_set1_epi8(0x3f), m4 = low4, m2 = _mm256_set1_epi8(3);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    next.block(i);
+    const unsigned char* col = group + static_cast<std::size_t>(i) * col_bytes + 32 * h;
+    auto unit = [&](int u) { return load(col + 64 * u); };
+    const __m256i u0 = unit(0), u1 = unit(1), u2 = unit(2), u3 = unit(3);
+    // d and dmin of the eight rows: [d 0-3, dmin 0-3 | d 4-7, dmin 4-7] -> [d | dmin]
+    const __m256i dd = _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_and_si256(u0, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(u0, 16)), 0xd8);
+    const __m256 dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dd)), dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(dd, 1));
+    // kq::get_scale_min, byte-wise in every lane: scales and mins 0-3 are the low six bits of
+    // bytes 0-3 and 4-7; 4-7 are the nibbles of bytes 8-11 with bytes 0-3's and 4-7's top two
+    // bits above them
+    const __m256i sc03 = _mm256_and_si256(u1, m6), mn03 = _mm256_and_si256(u2, m6);
+    const __m256i sc47 = _mm256_or_si256(_mm256_and_si256(u3, m4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u1, 6), m2), 4));
+    const __m256i mn47 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u3, 4), m4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(u2, 6), m2), 4));
+    __m256i q32[CB], m32[CB];
+    const std::int8_t* aq[CB];
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      aq[c] = a[c][i].qs;
+      q32[c] = _mm256_setzero_si256();
+      // bsum pairs: [b0 b1 b2 b3 (twice) | b4 b5 b6 b7 (twice)], b_j = bsums[2j] + bsums[2j + 1]
+      const __m256i b = _mm256_hadd_epi16(load(a[c][i].bsums), load(a[c][i].bsums));
+      m32[c] = _mm256_add_epi32(
+          _mm256_add_epi32(_mm256_madd_epi16(_mm256_shuffle_epi8(mn03, lane_bytes_as_words(0, 1)), _mm256_permutevar8x32_epi32(b, _mm256_set1_epi32(0))),
+                           _mm256_madd_epi16(_mm256_shuffle_epi8(mn03, lane_bytes_as_words(2, 3)), _mm256_permutevar8x32_epi32(b, _mm256_set1_epi32(1)))),
+          _mm256_add_epi32(_mm256_madd_epi16(_mm256_shuffle_epi8(mn47, lane_bytes_as_words(0, 1)), _mm256_permutevar8x32_epi32(b, _mm256_set1_epi32(4))),
+                           _mm256_madd_epi16(_mm256_shuffle_epi8(mn47, lane_bytes_as_words(2, 3)), _mm256_permutevar8x32_epi32(b, _mm256_set1_epi32(5)))));
+    }
+#pragma GCC unroll 1
+    for (int cc = 0; cc < 4; ++cc) {  // weights 64cc ..: sub-blocks 2cc (low nibbles) and 2cc + 1 (high)
+      __m256i lo16[CB], hi16[CB];
+#pragma GCC unroll 4
+      for (int c = 0; c < CB; ++c) lo16[c] = hi16[c] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l) {
+        const __m256i q = unit(4 + 8 * cc + l);
+        const __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; ++c) {
+          lo16[c] = _mm256_add_epi16(lo16[c], _mm256_maddubs_epi16(lo, bcast32(aq[c] + 64 * cc + 4 * l)));
+          hi16[c] = _mm256_add_epi16(hi16[c], _mm256_maddubs_epi16(hi, bcast32(aq[c] + 64 * cc + 32 + 4 * l)));
+        }
+      }
+      const __m256i sc = cc < 2 ? sc03 : sc47;
+      const __m256i s_lo = _mm256_shuffle_epi8(sc, lane_bytes_as_words(2 * cc % 4, 2 * cc % 4));
+      const __m256i s_hi = _mm256_shuffle_epi8(sc, lane_bytes_as_words((2 * cc + 1) % 4, (2 * cc + 1) % 4));
+#pragma GCC unroll 4
+      for (int c = 0; c < CB; ++c)
+        q32[c] = _mm256_add_epi32(q32[c], _mm256_add_epi32(_mm256_madd_epi16(lo16[c], s_lo), _mm256_madd_epi16(hi16[c], s_hi)));
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      const __m256 yd = _mm256_set1_ps(a[c][i].d);
+      // (d * yd) * sum_q - (dmin * yd) * sum_m, as kq::dot_scale_min
+      acc[c] = _mm256_add_ps(acc[c], _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(dw, yd), _mm256_cvtepi32_ps(q32[c])),
+                                                   _mm256_mul_ps(_mm256_mul_ps(dmin, yd), _mm256_cvtepi32_ps(m32[c]))));
+    }
+  }
+}
+
+// The sixteen rows of a tiled group by C columns, `half` doing eight rows by up to four.
+template <int C, class Ab, class Half>
+void by_halves(const void* group, const Ab* const* a, float* out, Half half) {
+  const auto* g = static_cast<const unsigned char*>(group);
+  constexpr int CB = C < 4 ? C : 4;
+  static_assert(C % CB == 0);
+  for (int c0 = 0; c0 < C; c0 += CB)
+    for (int h = 0; h < 2; ++h) {
+      __m256 acc[CB];
+      for (auto& v : acc) v = _mm256_setzero_ps();
+      half.template operator()<CB>(g, h, a + c0, acc, c0 == 0 && h == 0);
+      for (int c = 0; c < CB; ++c) {
+        alignas(32) float o[8];
+        _mm256_store_ps(o, acc[c]);
+        for (int r = 0; r < 8; ++r) out[(8 * h + r) * C + c0 + c] = o[r];
+      }
+    }
+}
+
+template <int C>
+void q4_K_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  by_halves<C>(group, a, out, [&]<int CB>(const unsigned char* g, int h, const formats::q8_K::block* const* ac, __m256* acc, bool first) {
+    q4_K_half<CB>(g, h, ac, n / qk_k, acc, first ? next : ahead{});
+  });
+}
+
 // The pair tile for up to sixteen plain rows: two runs of eight.
 template <class F, int R, int C>
 void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
@@ -142,21 +251,31 @@ void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type
 
 namespace gk {
 
-template <>
-struct dot_tile<formats::q4_0, simd::avx2> {
-  static constexpr bool specialised = true, decode = true, tiled = true;
-  static constexpr int rows = simd::avx2_tiled::kRows, cols = 4;
-  template <int R, int C>
-  static void run(const formats::q4_0::block* const* w, const formats::q8_0::block* const* a, std::int64_t n, float* out,
-                  const void* next = nullptr, std::size_t next_bytes = 0) {
-    simd::avx2_tiled::pairs16<simd::avx2_pair_tile::q4_0_t, R, C>(w, a, n, out, {next, next_bytes, n / 32});
-  }
-  template <int C>
-  static void run_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out,
-                        const void* next = nullptr, std::size_t next_bytes = 0) {
-    simd::avx2_tiled::q4_0_tiled<C>(group, a, n, out, {next, next_bytes, n / 32});
-  }
-};
+// fmt: plain rows through the pair tile (simd::avx2_pair_tile::fmt_t), tiled groups
+// through simd::avx2_tiled::fmt_tiled.
+#define GK_AVX2_TILED_TILE(fmt)                                                                                    \
+  template <>                                                                                                      \
+  struct dot_tile<formats::fmt, simd::avx2> {                                                                      \
+    static constexpr bool specialised = true, decode = true, tiled = true;                                          \
+    static constexpr int rows = simd::avx2_tiled::kRows, cols = 4;                                                  \
+    template <int R, int C>                                                                                        \
+    static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
+                    std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
+      simd::avx2_tiled::pairs16<simd::avx2_pair_tile::fmt##_t, R, C>(w, a, n, out,                                   \
+                                                                    {next, next_bytes, n / formats::fmt::block_size}); \
+    }                                                                                                              \
+    template <int C>                                                                                               \
+    static void run_tiled(const void* group, const formats::fmt::dot_type::block* const* a, std::int64_t n,        \
+                          float* out, const void* next = nullptr, std::size_t next_bytes = 0) {                    \
+      simd::avx2_tiled::fmt##_tiled<C>(group, a, n, out, {next, next_bytes, n / formats::fmt::block_size});        \
+    }                                                                                                              \
+  };
+
+GK_AVX2_TILED_TILE(q4_0)
+GK_AVX2_TILED_TILE(q4_K)
+
+#undef GK_AVX2_TILED_TILE
+
 
 }  // namespace gk
 
