@@ -27,6 +27,9 @@
 #include <cstring>
 
 #include "gk/core/exact_fp.hpp"
+#include "gk/formats/codebooks.inc"
+#include "gk/formats/fp4.hpp"
+#include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
 #include "gk/simd/avx2/dot_tile_pairs.hpp"
@@ -48,16 +51,16 @@ inline __m256i bcast32(const std::int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// off[j] = 8 * (sum of activation block i0 + j's bytes), j < m (m <= kChunk), eight blocks
-// per hadd tree.
-inline void offsets8(const formats::q8_0::block* a, std::int64_t i0, int m, std::int32_t* off) {
+// off[j] = mult * (sum of activation block i0 + j's bytes), j < m (m <= kChunk), eight
+// blocks per hadd tree (|sum| <= 4096, so mult <= 128 keeps it inside int32 many times over).
+inline void offsets(const formats::q8_0::block* a, std::int64_t i0, int m, int mult, std::int32_t* off) {
   const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
   for (int j0 = 0; j0 < m; j0 += 8) {
     __m256i v[8];
     for (int j = 0; j < 8; ++j)
       v[j] = j0 + j < m ? _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, load(a[i0 + j0 + j].qs)), ones16)
                         : _mm256_setzero_si256();
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(off + j0), _mm256_slli_epi32(hsum8_i32(v), 3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(off + j0), _mm256_mullo_epi32(hsum8_i32(v), _mm256_set1_epi32(mult)));
   }
 }
 
@@ -112,7 +115,7 @@ void q4_0_tiled(const void* group, const formats::q8_0::block* const* a, std::in
     alignas(32) std::int32_t off[CB][kChunk];
     for (std::int64_t i0 = 0; i0 < nb; i0 += kChunk) {
       const int m = static_cast<int>(std::min<std::int64_t>(kChunk, nb - i0));
-      for (int c = 0; c < CB; ++c) offsets8(a[c0 + c], i0, m, off[c]);
+      for (int c = 0; c < CB; ++c) offsets(a[c0 + c], i0, m, 8, off[c]);
       for (int h = 0; h < 2; ++h)
         q4_0_half<CB>(g, h, a + c0, i0, m, off, acc[h], c0 == 0 && h == 0 ? next : ahead{});
     }
@@ -233,6 +236,131 @@ void q4_K_tiled(const void* group, const formats::q8_K::block* const* a, std::in
   });
 }
 
+// iq4_nl and mxfp4 tiled: the signed codebook value v of a code as u - off with u >= 0 from
+// a pshufb table. mxfp4 (doubled e2m1, -12 .. 12): u = v + 12 <= 24, a step's pmaddubsw
+// pairs within +-6144, four steps within +-24576 in 16 bits, so pmaddwd every four steps.
+// iq4_nl (-127 .. 113): u = v + 128 <= 241 split as 16 u_h + u_l (both <= 15, eight steps
+// within +-30720 each), pmaddwd by 16 and by 1. Either way the row's integer sum is
+// sum(u * a) - off * sum(a), exact. Block column: the rows' d (iq4_nl, 32 bytes) or e
+// (mxfp4, 16 bytes), then qs dword k of the sixteen rows at `qs + 64k` as in q4_0.
+struct iq4_nl_cb {
+  using W = formats::iq4_nl;
+  static constexpr bool split = true;
+  static constexpr int off = 128, qs = 32;
+  static __m256i table_hi() { return table([](int v) { return (v + 128) >> 4; }); }
+  static __m256i table_lo() { return table([](int v) { return (v + 128) & 15; }); }
+  template <class Fn>
+  static __m256i table(Fn f) {
+    alignas(16) std::int8_t t[16];
+    for (int c = 0; c < 16; ++c) t[c] = static_cast<std::int8_t>(f(codebooks::kvalues_iq4nl[c]));
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+  }
+  static __m256 row_scale(const unsigned char* col, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col + 16 * h)));
+  }
+  // s * (dw * da), as formats::iq4_nl::dot
+  static __m256 value(__m256 s, __m256 dw, __m256 da) { return _mm256_mul_ps(s, _mm256_mul_ps(dw, da)); }
+};
+struct mxfp4_cb {
+  using W = formats::mxfp4;
+  static constexpr bool split = false;
+  static constexpr int off = 12, qs = 16;
+  static __m256i table_lo() {
+    alignas(16) std::int8_t t[16];
+    for (int c = 0; c < 16; ++c) t[c] = static_cast<std::int8_t>(fp4_values()[c] + 12);
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+  }
+  static __m256 row_scale(const unsigned char* col, int h) {
+    std::int64_t e8;
+    std::memcpy(&e8, col + 8 * h, 8);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(e8));
+    // e8m0_to_f32_half: the bits 0x00200000 << e for e < 2, else (e - 1) << 23
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(_mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e),
+                                                  _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23),
+                                                  _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+  }
+  // (da * h) * s, as formats::mxfp4::dot
+  static __m256 value(__m256 s, __m256 h, __m256 da) { return _mm256_mul_ps(_mm256_mul_ps(da, h), s); }
+};
+
+template <class T, int CB>
+inline void codebook_half(const unsigned char* group, int h, const formats::q8_0::block* const* a, std::int64_t i0,
+                          int m, const std::int32_t (*off)[kChunk], __m256* acc, const ahead& next) {
+  constexpr std::size_t col_bytes = kRows * sizeof(typename T::W::block);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones16 = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
+  const __m256i tlo = T::table_lo();
+  __m256i thi = tlo;
+  if constexpr (T::split) thi = T::table_hi();
+  for (int j = 0; j < m; ++j) {
+    const std::int64_t i = i0 + j;
+    next.block(i);
+    const unsigned char* col = group + static_cast<std::size_t>(i) * col_bytes;
+    const __m256 dw = T::row_scale(col, h);
+    // step t: weights 4t .. 4t+3 (t < 4, low nibbles) or 16 + 4(t - 4) .. (high), looked up
+    // once for the CB columns
+    __m256i ul[8], uh[8];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m256i q = load(col + T::qs + 64 * k + 32 * h);
+      const __m256i c0 = _mm256_and_si256(q, low4), c1 = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      ul[k] = _mm256_shuffle_epi8(tlo, c0);
+      ul[4 + k] = _mm256_shuffle_epi8(tlo, c1);
+      if constexpr (T::split) {
+        uh[k] = _mm256_shuffle_epi8(thi, c0);
+        uh[4 + k] = _mm256_shuffle_epi8(thi, c1);
+      }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      const std::int8_t* aq = a[c][i].qs;
+      __m256i s;
+      if constexpr (T::split) {
+        __m256i sh = _mm256_setzero_si256(), sl = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) {
+          const __m256i av = bcast32(aq + (t < 4 ? 4 * t : 16 + 4 * (t - 4)));
+          sh = _mm256_add_epi16(sh, _mm256_maddubs_epi16(uh[t], av));
+          sl = _mm256_add_epi16(sl, _mm256_maddubs_epi16(ul[t], av));
+        }
+        s = _mm256_add_epi32(_mm256_madd_epi16(sh, sixteen), _mm256_madd_epi16(sl, ones16));
+      } else {
+        __m256i s4[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) {
+          const __m256i av = bcast32(aq + (t < 4 ? 4 * t : 16 + 4 * (t - 4)));
+          s4[t / 4] = _mm256_add_epi16(s4[t / 4], _mm256_maddubs_epi16(ul[t], av));
+        }
+        s = _mm256_add_epi32(_mm256_madd_epi16(s4[0], ones16), _mm256_madd_epi16(s4[1], ones16));
+      }
+      s = _mm256_sub_epi32(s, _mm256_set1_epi32(off[c][j]));
+      const __m256 da = _mm256_set1_ps(_cvtsh_ss(a[c][i].d.bits));
+      acc[c] = _mm256_add_ps(acc[c], T::value(_mm256_cvtepi32_ps(s), dw, da));
+    }
+  }
+}
+
+// The sixteen rows of a tiled iq4_nl / mxfp4 group by C columns: out[r * C + c].
+template <class T, int C>
+void codebook_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  const std::int64_t nb = n / 32;
+  by_halves<C>(group, a, out, [&]<int CB>(const unsigned char* g, int h, const formats::q8_0::block* const* ac, __m256* acc, bool first) {
+    alignas(32) std::int32_t off[CB][kChunk];
+    for (std::int64_t i0 = 0; i0 < nb; i0 += kChunk) {
+      const int m = static_cast<int>(std::min<std::int64_t>(kChunk, nb - i0));
+      for (int c = 0; c < CB; ++c) offsets(ac[c], i0, m, T::off, off[c]);
+      codebook_half<T, CB>(g, h, ac, i0, m, off, acc, first ? next : ahead{});
+    }
+  });
+}
+template <int C>
+void iq4_nl_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  codebook_tiled<iq4_nl_cb, C>(group, a, n, out, next);
+}
+template <int C>
+void mxfp4_tiled(const void* group, const formats::q8_0::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  codebook_tiled<mxfp4_cb, C>(group, a, n, out, next);
+}
+
 // The pair tile for up to sixteen plain rows: two runs of eight.
 template <class F, int R, int C>
 void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type::block* const* a, std::int64_t n,
@@ -273,6 +401,8 @@ namespace gk {
 
 GK_AVX2_TILED_TILE(q4_0)
 GK_AVX2_TILED_TILE(q4_K)
+GK_AVX2_TILED_TILE(iq4_nl)
+GK_AVX2_TILED_TILE(mxfp4)
 
 #undef GK_AVX2_TILED_TILE
 
