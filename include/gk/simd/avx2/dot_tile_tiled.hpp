@@ -236,6 +236,96 @@ void q4_K_tiled(const void* group, const formats::q8_K::block* const* a, std::in
   });
 }
 
+// Rows 8h .. 8h + 7 of a tiled q6_K group against CB columns. A q6_K block column is ql
+// (dwords 0-31), qh (32-47) and the sixteen int8 scales (48-51) as sixteen rows' copies of
+// each dword (64 bytes, rows 0-7 first), then the rows' f16 d (32 bytes). For weights
+// 128h2 + 32k + 4g .. + 3 the codes u (0 .. 63) come from ql dword 16h2 + 8(k & 1) + g
+// (nibble k >> 1) and bits 2k of qh dword 32 + 8h2 + g; sub-block 8h2 + 2k + (g >= 4).
+// u * a by pmaddubsw (pairs within +-16128, two steps within +-32256 in 16 bits), pmaddwd by
+// the sub-block's scale every two steps; the -32 offset as 32 * sum_j sc_j * S_j with S_j
+// the column's 16-weight sums from its bytes (not bsums, which the definition does not
+// read), by pmaddwd of scale pairs with S pairs. The same integer total as the definition.
+template <int CB>
+inline void q6_K_half(const unsigned char* group, int h, const formats::q8_K::block* const* a, std::int64_t nb,
+                      __m256* acc, const ahead& next) {
+  constexpr std::size_t col_bytes = kRows * sizeof(formats::q6_K::block);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  for (std::int64_t i = 0; i < nb; ++i) {
+    next.block(i);
+    const unsigned char* base = group + static_cast<std::size_t>(i) * col_bytes;
+    const unsigned char* col = base + 32 * h;
+    auto unit = [&](int u) { return load(col + 64 * u); };
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 64 * 52 + 16 * h)));
+    // int8 scale bytes b and b2 of scale dword q in every lane as sign-extended words
+    auto scale_words = [&](int q, int b, int b2) {
+      auto lane = [&](int r) { return (0x80 | ((4 * r + b) << 8) | (0x80 << 16)) | ((4 * r + b2) << 24); };
+      const __m256i idx = _mm256_setr_epi32(lane(0), lane(1), lane(2), lane(3), lane(0), lane(1), lane(2), lane(3));
+      return _mm256_srai_epi16(_mm256_shuffle_epi8(unit(48 + q), idx), 8);
+    };
+    __m256i q32[CB];
+    const std::int8_t* aq[CB];
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      aq[c] = a[c][i].qs;
+      // S_j in order, as sixteen words, then the offset sum_j sc_j * S_j by pairs
+      __m256i m[8];
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) m[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, load(aq[c] + 32 * k)), ones16);
+      const __m256i e = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+      const __m256i f = _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+      const __m256i t = _mm256_packs_epi32(e, f);  // [S0 S2 .. S14 | S1 S3 .. S15], |S_j| <= 2048
+      alignas(32) std::int32_t sp[8];  // dword j: S_2j | S_2j+1 << 16
+      _mm_store_si128(reinterpret_cast<__m128i*>(sp), _mm_unpacklo_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+      _mm_store_si128(reinterpret_cast<__m128i*>(sp + 4), _mm_unpackhi_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+      __m256i o = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        o = _mm256_add_epi32(o, _mm256_madd_epi16(scale_words(j / 2, 2 * (j % 2), 2 * (j % 2) + 1), _mm256_set1_epi32(sp[j])));
+      q32[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(o, 5));
+    }
+#pragma GCC unroll 1
+    for (int h2 = 0; h2 < 2; ++h2)
+#pragma GCC unroll 1
+      for (int k = 0; k < 4; ++k)
+#pragma GCC unroll 2
+        for (int gh = 0; gh < 2; ++gh) {
+          const int j = 8 * h2 + 2 * k + gh;  // the sub-block
+          const __m256i sc = scale_words(j / 4, j % 4, j % 4);
+#pragma GCC unroll 2
+          for (int gp = 0; gp < 2; ++gp) {
+            __m256i s16[CB];
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; ++c) s16[c] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int gg = 0; gg < 2; ++gg) {
+              const int g = 4 * gh + 2 * gp + gg;
+              const __m256i ql = unit(16 * h2 + 8 * (k & 1) + g), qh = unit(32 + 8 * h2 + g);
+              const __m256i lo = (k >> 1) ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4) : _mm256_and_si256(ql, low4);
+              const __m256i u = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), three), 4));
+#pragma GCC unroll 4
+              for (int c = 0; c < CB; ++c)
+                s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(u, bcast32(aq[c] + 128 * h2 + 32 * k + 4 * g)));
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; ++c) q32[c] = _mm256_add_epi32(q32[c], _mm256_madd_epi16(s16[c], sc));
+          }
+        }
+#pragma GCC unroll 4
+    for (int c = 0; c < CB; ++c) {
+      // (d * yd) * s, as formats::q6_K::dot
+      acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[c][i].d)), _mm256_cvtepi32_ps(q32[c])));
+    }
+  }
+}
+
+template <int C>
+void q6_K_tiled(const void* group, const formats::q8_K::block* const* a, std::int64_t n, float* out, const ahead& next) {
+  by_halves<C>(group, a, out, [&]<int CB>(const unsigned char* g, int h, const formats::q8_K::block* const* ac, __m256* acc, bool first) {
+    q6_K_half<CB>(g, h, ac, n / qk_k, acc, first ? next : ahead{});
+  });
+}
+
 // iq4_nl and mxfp4 tiled: the signed codebook value v of a code as u - off with u >= 0 from
 // a pshufb table. mxfp4 (doubled e2m1, -12 .. 12): u = v + 12 <= 24, a step's pmaddubsw
 // pairs within +-6144, four steps within +-24576 in 16 bits, so pmaddwd every four steps.
@@ -403,6 +493,7 @@ GK_AVX2_TILED_TILE(q4_0)
 GK_AVX2_TILED_TILE(q4_K)
 GK_AVX2_TILED_TILE(iq4_nl)
 GK_AVX2_TILED_TILE(mxfp4)
+GK_AVX2_TILED_TILE(q6_K)
 
 #undef GK_AVX2_TILED_TILE
 
