@@ -33,6 +33,7 @@
 #include "gk/formats/iq4.hpp"
 #include "gk/formats/kquants.hpp"
 #include "gk/formats/legacy.hpp"
+#include "gk/formats/ternary.hpp"
 #include "gk/simd/avx2/dot.hpp"
 #include "gk/simd/avx2/dot_kquants.hpp"
 #include "gk/simd/avx2/dot_legacy.hpp"
@@ -522,6 +523,49 @@ struct iq4_xs_t {
   }
 };
 
+// tq2_0: (code - 1) * a, codes 0..3: code * a by pmaddubsw (pairs within +-768, the block's
+// eight vectors within +-6144 in 16 bits) minus the column's byte sums (pairs within +-256,
+// +-2048 over the block, taken once per column). Value s * (yd * d).
+struct tq2_0_t {
+  using W = formats::tq2_0;
+  static constexpr int nint = 1, nrowf = 1, ncolf = 1;
+  struct col { const std::int8_t* q; __m256i asum; };
+  static col prep_col(const formats::q8_K::block& y) {
+    const __m256i ones8 = _mm256_set1_epi8(1);
+    __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(ones8, load(y.qs + 32 * k)));
+    return {y.qs, s};
+  }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <int C>
+  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+    const __m256i three = _mm256_set1_epi8(3);
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = load(b.qs + 32 * h);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {  // weights 128h + 32k ..
+        const __m256i cd = _mm256_and_si256(_mm256_srli_epi16(q, 2 * k), three);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(cd, load(cs[c].q + 128 * h + 32 * k)));
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = _mm256_madd_epi16(_mm256_sub_epi16(acc[c], cs[c].asum), _mm256_set1_epi16(1));
+  }
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
+  template <class Ab>
+  static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(s[0]), _mm256_mul_ps(cf[0], rf[0]));
+  }
+};
+
 // Lane l of group g is pair 8g + l: row (8g + l) / C, column (8g + l) % C.
 template <int C>
 inline __m256i row_lanes(int g) {
@@ -630,6 +674,7 @@ GK_AVX2_PAIR_TILE(q5_K, true)
 GK_AVX2_PAIR_TILE(q2_K, true)
 GK_AVX2_PAIR_TILE(q3_K, true)
 GK_AVX2_PAIR_TILE(iq4_xs, true)
+GK_AVX2_PAIR_TILE(tq2_0, true)
 
 #undef GK_AVX2_PAIR_TILE
 
