@@ -73,4 +73,5 @@ struct dot_tile {
 #include "gk/simd/avx512/dot_tile_legacy.hpp"
 #include "gk/simd/avx2/dot_tile_float.hpp"
 #include "gk/simd/avx2/dot_tile_pairs.hpp"
+#include "gk/simd/avx2/dot_tile_pairs_iq.hpp"
 #include "gk/simd/avx2/dot_tile_tiled.hpp"
