@@ -649,22 +649,27 @@ struct runner {
   }
 };
 
+// dot_tile<W, avx2> by the pair tile of trait F (one column through it where Decode).
+template <class F, bool Decode>
+struct pair_tile_of {
+  using W = typename F::W;
+  static constexpr bool specialised = true, decode = Decode;
+  static constexpr int rows = kRows, cols = 4;
+  template <int R, int C>
+  static void run(const typename W::block* const* w, const typename W::dot_type::block* const* a, std::int64_t n,
+                  float* out, const void* next = nullptr, std::size_t next_bytes = 0) {
+    runner<F>::template run<R, C>(w, a, n, out, {next, next_bytes, n / W::block_size});
+  }
+};
+
 }  // namespace gk::simd::avx2_pair_tile
 
 namespace gk {
 
-#define GK_AVX2_PAIR_TILE(fmt, decodes)                                                                             \
-  template <>                                                                                                      \
-  struct dot_tile<formats::fmt, simd::avx2> {                                                                      \
-    static constexpr bool specialised = true, decode = decodes;                                                     \
-    static constexpr int rows = simd::avx2_pair_tile::kRows, cols = 4;                                              \
-    template <int R, int C>                                                                                        \
-    static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
-                    std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
-      simd::avx2_pair_tile::runner<simd::avx2_pair_tile::fmt##_t>::run<R, C>(                                       \
-          w, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                         \
-    }                                                                                                              \
-  };
+#define GK_AVX2_PAIR_TILE(fmt, decodes) \
+  template <>                            \
+  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_pair_tile::pair_tile_of<simd::avx2_pair_tile::fmt##_t, decodes> {};
+
 
 GK_AVX2_PAIR_TILE(q8_0, true)
 GK_AVX2_PAIR_TILE(q5_0, true)

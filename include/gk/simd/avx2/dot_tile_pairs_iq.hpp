@@ -486,18 +486,10 @@ struct iq1_m_t {
 
 namespace gk {
 
-#define GK_AVX2_PAIR_TILE_IQ(fmt, decodes)                                                                          \
-  template <>                                                                                                      \
-  struct dot_tile<formats::fmt, simd::avx2> {                                                                      \
-    static constexpr bool specialised = true, decode = decodes;                                                     \
-    static constexpr int rows = simd::avx2_pair_tile::kRows, cols = 4;                                              \
-    template <int R, int C>                                                                                        \
-    static void run(const formats::fmt::block* const* w, const formats::fmt::dot_type::block* const* a,            \
-                    std::int64_t n, float* out, const void* next = nullptr, std::size_t next_bytes = 0) {          \
-      simd::avx2_pair_tile::runner<simd::avx2_pair_tile::lattice::fmt##_t>::run<R, C>(                              \
-          w, a, n, out, {next, next_bytes, n / formats::fmt::block_size});                                         \
-    }                                                                                                              \
-  };
+#define GK_AVX2_PAIR_TILE_IQ(fmt, decodes) \
+  template <>                               \
+  struct dot_tile<formats::fmt, simd::avx2>   \
+      : simd::avx2_pair_tile::pair_tile_of<simd::avx2_pair_tile::lattice::fmt##_t, decodes> {};
 
 GK_AVX2_PAIR_TILE_IQ(iq2_xxs, true)
 GK_AVX2_PAIR_TILE_IQ(iq2_xs, true)
