@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // AVX2 tiles that read a group of sixteen weight rows stored tiled (cpu/tiled.hpp) as it
 // lies: one weight row per 32-bit lane, eight rows to a vector, so no horizontal sum at
-// all. Block column i of a q4_0 group holds the sixteen rows' d (32 bytes), then qs dword k
+// all. q4_0, q4_K, q6_K, iq4_nl and mxfp4, each kernel's layout and bounds beside it; q4_0's
+// as the example. Block column i of a q4_0 group holds the sixteen rows' d (32 bytes), then qs dword k
 // of the sixteen rows as 64 bytes (rows 0-7 in the first 32): one load gives lane r the
 // codes of row r's weights 4k .. 4k+3 (low nibbles) and 16 + 4k .. 16 + 4k + 3 (high).
 // Against the activation dword of the same four weights, broadcast, pmaddubsw gives each
