@@ -186,7 +186,7 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 }
 
 // bf16 products outside float's normal range: there a product rounds (or overflows) in the
-// definition's mul and not in an FMA, so the task tile (avx512/dot_tile_float.hpp) must
+// definition's mul and not in an FMA, so the task tiles (avx512/, avx2/dot_tile_float.hpp) must
 // prove its products exact before it adds by FMA. Odd rows take the case's weights, even
 // rows plain ones, so a row block of 16 holds both. Cases: 0 every product normal; 1 tiny
 // (weights and activations scaled by 2^-66 and 2^-64: products near 2^-130, subnormal);
@@ -232,9 +232,9 @@ TEST_CASE("bf16 products outside float's normal range keep the definition's roun
   }
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
-    defined(__AVX512VNNI__) && defined(__FMA__) && defined(__F16C__)
-// Only the avx512 task tile adds bf16 by FMA; elsewhere the fault changes nothing.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// Only the task tiles (avx512/ and avx2/dot_tile_float.hpp) add bf16 by FMA; elsewhere the
+// fault changes nothing.
 TEST_CASE("planted control: bf16 by FMA without the range proof fails", "[cpu][matmul][control]") {
   using cpu::matmul::fault;
   CHECK(bf16_range_mismatches<fault::unguarded_fma>(1) > 0);

@@ -29,6 +29,7 @@
 #include "gk/formats/all.hpp"
 #include "gk/simd/dot.hpp"
 #include "gk/simd/encode.hpp"
+#include "gk/simd/fma_range.hpp"
 #include "gk/tensor.hpp"
 
 namespace gk::cpu::matmul {
@@ -130,11 +131,10 @@ inline void widen_panel(panel<A>& p, std::int64_t nc, std::int64_t k, float* sto
   p.wide[0] = nullptr;
   if constexpr (task_tile<D>) {
     if (!store) return;
-    std::uint32_t r = 0xffff0000u;  // lo 0xffff, hi 0: nothing yet
+    std::uint32_t r = simd::fma_range::empty;
     for (std::int64_t c = 0; c < nc; ++c) {
       float* dst = store + static_cast<std::size_t>(c) * static_cast<std::size_t>(k);
-      const std::uint32_t cr = D::widen(p.col[c], dst, k);
-      r = std::min(r >> 16, cr >> 16) << 16 | std::max(r & 0xffff, cr & 0xffff);
+      r = simd::fma_range::merge(r, D::widen(p.col[c], dst, k));
       p.wide[c] = dst;
     }
     p.range = r;

@@ -30,6 +30,7 @@
 #include "gk/core/exact_fp.hpp"
 #include "gk/formats/float.hpp"
 #include "gk/simd/avx512/dot_float.hpp"
+#include "gk/simd/fma_range.hpp"
 #include "gk/simd/target.hpp"
 
 GK_EXACT_FP_BEGIN
@@ -147,10 +148,8 @@ struct runner {
 // per chunk and 4 x 4 group: each output still adds its products lane by lane in index
 // order, chunks in order, so the bits are the old tile's (the row kernel's).
 //
-// bf16 by FMA too, where it gives the same bits: a product of two bf16 values has at most
-// 16 significant bits, so it is exact in float unless it falls below 2^-126 or reaches
-// 2^128; code_range bounds every product of a row block and a panel from the exponent fields
-// (fma_exact), and the tile adds by mul, add where it cannot prove it. f16 always (see step).
+// bf16 by FMA too, where it gives the same bits (simd/fma_range.hpp); the tile adds by mul,
+// add where the ranges cannot prove it. f16 always (see step).
 // The row block's range is worked out once per thread and matmul (cpu/matmul.hpp's wcache),
 // the panel's when it is widened.
 // Measured (Intel Xeon, Emerald Rapids KVM share; bench_matmul N 64, 4096 x 4096, GFLOP/s,
@@ -161,9 +160,7 @@ struct runner {
 // by one vpermw instead of a zero-extend and shift measured the same.
 inline constexpr int task_kc = 256;
 
-// The magnitude codes of a run of 16-bit float codes: lo the least of (magnitude - 1)
-// (a zero's wraps to 0xffff and drops out; a subnormal's is below 128), hi the greatest
-// magnitude. Packed (lo << 16 | hi); never 0, which callers use for "not known yet".
+// The code range (simd/fma_range.hpp) of a run of 16-bit float codes.
 struct code_range {
   __m512i lo = _mm512_set1_epi16(-1), hi = _mm512_setzero_si512();
   void add(__m512i x) {  // 32 codes; masked-off codes loaded as 0 drop out
@@ -183,21 +180,6 @@ struct code_range {
     return a << 16 | b;
   }
 };
-inline std::uint32_t merge_ranges(std::uint32_t x, std::uint32_t y) {
-  const std::uint32_t lo = (x >> 16) < (y >> 16) ? (x >> 16) : (y >> 16);
-  const std::uint32_t hi = (x & 0xffff) > (y & 0xffff) ? (x & 0xffff) : (y & 0xffff);
-  return lo << 16 | hi;
-}
-// Whether every product of a value under range w and one under range a is exact in float.
-// A normal code with exponent field e has magnitude in [2^(e - 127), 2^(e - 126)); the
-// field of (magnitude - 1) is e or e - 1, so lo >> 7 never exceeds the least nonzero
-// value's field (a subnormal's is 0, which fails). Products >= 2^-126 need the fields to sum
-// to at least 128; products < 2^128 need the greatest fields to sum to at most 380. Infinite
-// or NaN codes (field 255) may pass: their products are infinite or NaN by mul, add and by
-// FMA alike.
-inline bool fma_exact(std::uint32_t w, std::uint32_t a) {
-  return (w >> 23) + (a >> 23) >= 128 && ((w & 0xffff) >> 7) + ((a & 0xffff) >> 7) <= 380;
-}
 template <class B>
 inline std::uint32_t range_of(const B* p, std::int64_t n) {
   code_range r;
@@ -317,13 +299,13 @@ namespace gk {
     return simd::avx512_float_tile::widen(col, dst, n);                                                     \
   }                                                                                                         \
   static std::uint32_t rows_range(const formats::fmt::block* const* w, int nr, std::int64_t n) {            \
-    std::uint32_t r = 0xffff0000u;                                                                          \
+    std::uint32_t r = simd::fma_range::empty;                                                               \
     for (int i = 0; i < nr; ++i)                                                                            \
-      r = simd::avx512_float_tile::merge_ranges(r, simd::avx512_float_tile::range_of(w[i], n));             \
+      r = simd::fma_range::merge(r, simd::avx512_float_tile::range_of(w[i], n));                            \
     return r;                                                                                               \
   }                                                                                                         \
   static bool exact(std::uint32_t w, std::uint32_t a) {                                                     \
-    return !ranged || simd::avx512_float_tile::fma_exact(w, a);                                             \
+    return !ranged || simd::fma_range::exact(w, a);                                                         \
   }                                                                                                         \
   static void run_task(const formats::fmt::block* const* w, const float* const* a, int nc, std::int64_t n,  \
                        float* out, bool fma) {                                                               \
