@@ -23,6 +23,17 @@ inline std::uint32_t merge(std::uint32_t x, std::uint32_t y) {
   return lo << 16 | hi;
 }
 
+// The range of n lanes' partial ranges: l the lanes' least (magnitude - 1), h their greatest
+// magnitude (the vector code_range of each float tile, stored).
+inline std::uint32_t of_lanes(const std::uint16_t* l, const std::uint16_t* h, int n) {
+  std::uint32_t a = 0xffff, b = 0;
+  for (int i = 0; i < n; ++i) {
+    a = l[i] < a ? l[i] : a;
+    b = h[i] > b ? h[i] : b;
+  }
+  return a << 16 | b;
+}
+
 // Whether every product of a value under range w and one under range a is exact in float.
 // A normal code with exponent field e has magnitude in [2^(e - 127), 2^(e - 126)); the
 // field of (magnitude - 1) is e or e - 1, so lo >> 7 never exceeds the least nonzero

@@ -156,12 +156,7 @@ struct code_range {
     alignas(32) std::uint16_t l[16], h[16];
     _mm256_store_si256(reinterpret_cast<__m256i*>(l), lo);
     _mm256_store_si256(reinterpret_cast<__m256i*>(h), hi);
-    std::uint32_t a = 0xffff, b = 0;
-    for (int i = 0; i < 16; ++i) {
-      a = l[i] < a ? l[i] : a;
-      b = h[i] > b ? h[i] : b;
-    }
-    return a << 16 | b;
+    return fma_range::of_lanes(l, h, 16);
   }
 };
 

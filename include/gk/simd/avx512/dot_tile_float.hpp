@@ -172,12 +172,7 @@ struct code_range {
     alignas(64) std::uint16_t l[32], h[32];
     _mm512_store_si512(l, lo);
     _mm512_store_si512(h, hi);
-    std::uint32_t a = 0xffff, b = 0;
-    for (int i = 0; i < 32; ++i) {
-      a = l[i] < a ? l[i] : a;
-      b = h[i] > b ? h[i] : b;
-    }
-    return a << 16 | b;
+    return fma_range::of_lanes(l, h, 32);
   }
 };
 template <class B>
