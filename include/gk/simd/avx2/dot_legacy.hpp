@@ -37,13 +37,21 @@ GK_EXACT_FP_BEGIN
 
 namespace gk::simd::avx2_ops {
 
-// The totals of eight vectors of eight 32-bit partial sums, in order: lane j is v[j]'s total.
-inline __m256i hsum8_i32(const __m256i* v) {
+// The totals of eight vectors' low and high 128-bit halves apart: lane j of lo is v[j]'s
+// low half's total, of hi its high half's (the pair tiles' `halves` traits use both).
+inline void hsum8_halves(const __m256i* v, __m256i& lo, __m256i& hi) {
   const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
   const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
   const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);
   // a = [v0..v3 low-lane sums | v0..v3 high-lane sums], b likewise for v4..v7
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+  lo = _mm256_permute2x128_si256(a, b, 0x20);
+  hi = _mm256_permute2x128_si256(a, b, 0x31);
+}
+// The totals of eight vectors of eight 32-bit partial sums, in order: lane j is v[j]'s total.
+inline __m256i hsum8_i32(const __m256i* v) {
+  __m256i lo, hi;
+  hsum8_halves(v, lo, hi);
+  return _mm256_add_epi32(lo, hi);
 }
 
 // acc + v[0] + v[1] + ... + v[m-1], one add at a time: the definition's order.

@@ -785,16 +785,6 @@ inline __m256i col_lanes() {
   return _mm256_setr_epi32(0 % C, 1 % C, 2 % C, 3 % C, 4 % C, 5 % C, 6 % C, 7 % C);
 }
 
-// The totals of eight vectors' low and high 128-bit halves apart: lane j of lo is v[j]'s
-// low half's total, of hi its high half's (hsum8_i32 without its last add).
-inline void hsum8_halves(const __m256i* v, __m256i& lo, __m256i& hi) {
-  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-  const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);
-  lo = _mm256_permute2x128_si256(a, b, 0x20);
-  hi = _mm256_permute2x128_si256(a, b, 0x31);
-}
-
 // A trait with `halves` gives nint / 2 vectors per pair, each carrying two of its integer
 // sums: sum 2k in the low 128-bit half of vector k, sum 2k + 1 in the high half. Where a
 // weight block spans several activation blocks (q1_0, nvfp4), its columns' bytes regrouped
