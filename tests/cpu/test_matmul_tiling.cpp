@@ -5,7 +5,9 @@
 // is being tested. Shapes include ragged row and column tails, one column block spanning
 // several slabs (where a panel cached on the column block alone goes stale), weight
 // broadcast over dims 2 and 3, and one column (decode, through the 16-row tiles where a
-// format has them) with ragged rows. Three planted tiling faults must each fail the check.
+// format has them) with ragged rows; from 8 columns the lattice formats' row blocks go
+// decoded once per task (avx2), whole ones, the ragged last through the tile. Three
+// planted tiling faults must each fail the check.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -32,6 +34,7 @@ const shape shapes[] = {
     {256, 37, 1, 1, 1, 1, 1},   // decode through 16-row tiles, ragged rows
     {512, 67, 1, 3, 1, 1, 1},   // the same over three slabs of one weight
     {4096, 200, 19, 2, 1, 1, 1},  // rows long enough for several super-blocks of rows (task_order)
+    {512, 48, 13, 2, 2, 2, 1},    // whole row blocks only, two column blocks, broadcast r3 = 2 (decoded rows)
     // the float formats only (k not a multiple of 32): a tail of k past 16-element steps and
     // past the f16/bf16 task tile's 256-element chunks
     {300, 35, 11, 1, 1, 1, 1},
@@ -310,6 +313,13 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::q4_0>(96, 37, 41);
   check_mul_mat_id<formats::q4_K>(256, 37, 41);
   check_mul_mat_id<formats::iq2_xxs>(256, 21, 41);
+  // the lattice formats' decoded rows (avx2): experts of about 20 pairs; of 8, 8, 7, 7 (15
+  // tokens: decoded and not side by side); iq1_s, whose one column goes row by row, grouped
+  // from 2 tokens
+  check_mul_mat_id<formats::iq3_s>(512, 37, 41);
+  check_mul_mat_id<formats::iq1_m>(256, 48, 41);
+  check_mul_mat_id<formats::iq2_xs>(256, 37, 15);
+  check_mul_mat_id<formats::iq1_s>(256, 37, 5);
   check_mul_mat_id<formats::q6_K>(256, 37, 41);
   check_mul_mat_id<formats::tq1_0>(256, 37, 41);
   check_mul_mat_id<formats::tq2_0>(256, 21, 41);

@@ -99,6 +99,11 @@ concept tiled_tile = requires { requires D::tiled; };
 // D::run_task(w, wide, nc, k, out, fma).
 template <class D>
 concept task_tile = requires { requires D::task; };
+// A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
+// lattice formats) for prompts of decoded_min_n columns or more: D::decoded_bytes(k) of
+// scratch, D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
+template <class D>
+concept decoded_tile = requires { requires D::decoded_rows_tile; };
 template <class D>
 struct tile_shape {
   static constexpr int rows = 4, cols = 2;
@@ -271,6 +276,51 @@ struct tiled_group {
 };
 static_assert(tile_rows == tiled::group_rows, "a task's row block is one tiled group");
 
+// Columns 0 .. nc - 1 eight, four, two, one at a time through run<C>(c, o), which leaves
+// tile_rows x C outputs (row j, column i at o[j * C + i]); the first nr rows go to
+// ycol[c + i][row0 + j].
+template <class Run>
+void column_groups(std::int64_t nc, std::int64_t nr, float* const* ycol, std::int64_t row0, Run run) {
+  auto part = [&]<int C>(std::int64_t c) {
+    float o[tile_rows * C];
+    run.template operator()<C>(c, o);
+    for (std::int64_t j = 0; j < nr; ++j)
+      for (int i = 0; i < C; ++i) ycol[c + i][row0 + j] = o[j * C + i];
+  };
+  std::int64_t c = 0;
+  for (; c + 8 <= nc; c += 8) part.template operator()<8>(c);
+  if (c + 4 <= nc) part.template operator()<4>(c), c += 4;
+  if (c + 2 <= nc) part.template operator()<2>(c), c += 2;
+  if (c < nc) part.template operator()<1>(c);
+}
+
+// A decoded_tile's row block (decoded at dec, tile_rows rows from row0) against the nc
+// columns of panel p into ycol[c][row0 + j].
+template <class D, class A>
+void rows_block_decoded(const void* dec, const panel<A>& p, float* const* ycol, std::int64_t row0, std::int64_t nc,
+                        std::int64_t k) {
+  column_groups(nc, tile_rows, ycol, row0,
+                [&]<int C>(std::int64_t c, float* o) { D::template run_decoded<C>(dec, p.col + c, k, o); });
+}
+
+// Decodes the tile_rows weight rows from row0 of slab (i2, i3) of a (a tiled group goes back to
+// rows in `untiled` first) into dec for the decoded_tile D.
+template <BlockFormat W, class D>
+void decode_row_block(const tensor* a, std::int64_t row0, std::int64_t i2, std::int64_t i3, std::int64_t k,
+                      unsigned char* untiled, void* dec) {
+  const typename W::block* w[tile_rows];
+  for (std::int64_t j = 0; j < tile_rows; ++j) w[j] = reinterpret_cast<const typename W::block*>(a->at(row0 + j, i2, i3));
+  if constexpr (tiled::tiles_format(W::id)) {
+    if (tiled::is_tiled(a)) {
+      tiled::untile_group(reinterpret_cast<const unsigned char*>(a->at(row0, i2, i3)), untiled, k / W::block_size,
+                          tiled::units_of<W>());
+      for (std::int64_t j = 0; j < tile_rows; ++j)
+        w[j] = reinterpret_cast<const typename W::block*>(untiled + static_cast<std::size_t>(j) * gk::row_size(W::id, k));
+    }
+  }
+  D::decode_rows(w, k, dec);
+}
+
 // Weight rows [row0, row0 + nr) (wrow(r): row r's blocks) against the nc columns of panel
 // p into ycol[c][r]: W's tile where it serves (one column through a decode_tile, which
 // prefetches next_bytes at next as it goes), then single row dots.
@@ -342,19 +392,10 @@ void rows_block(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const*
     if (tg.group) {
       if constexpr (tiled_tile<tile>) {
         static_assert(tile_shape<tile>::rows == tile_rows);
-        auto run = [&]<int C>(std::int64_t c) {
-          float o[tile_rows * C];
+        return column_groups(nc, nr, ycol, row0, [&]<int C>(std::int64_t c, float* o) {
           if constexpr (C == 1) tile::template run_tiled<1>(tg.group, p.col + c, k, o, next, next_bytes);
           else tile::template run_tiled<C>(tg.group, p.col + c, k, o);
-          for (std::int64_t j = 0; j < nr; ++j)
-            for (int i = 0; i < C; ++i) ycol[c + i][row0 + j] = o[j * C + i];
-        };
-        std::int64_t c = 0;
-        for (; c + 8 <= nc; c += 8) run.template operator()<8>(c);
-        if (c + 4 <= nc) run.template operator()<4>(c), c += 4;
-        if (c + 2 <= nc) run.template operator()<2>(c), c += 2;
-        if (c < nc) run.template operator()<1>(c);
-        return;
+        });
       } else {
         const std::size_t row_bytes = gk::row_size(W::id, k);
         tiled::untile_group(tg.group, tg.scratch, k / W::block_size, tiled::units_of<W>());
@@ -436,10 +477,10 @@ void mul_mat(const exec& ex, tensor* dst) {
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
   auto claim = [&] { return order.halves ? halves.next() : ex.counter->fetch_add(1, std::memory_order_relaxed); };
 
-  std::int64_t t = claim();
-  while (t < n_tasks) {
-    const std::int64_t t_next = claim_ahead ? claim() : n_tasks;
-    const auto [rb, cb, i2, i3] = order(t);
+  // One task: row block rb against column block cb of slab (i2, i3); rows_dec, where not
+  // null, is the row block decoded by a decoded_tile.
+  auto run_task = [&](std::int64_t rb, std::int64_t cb, std::int64_t i2, std::int64_t i3, const char* next,
+                      std::size_t next_bytes, const void* rows_dec) {
     const std::int64_t c0 = cb * tile_cols;
     std::int64_t nc = std::min(tile_cols, n - c0);
     const std::int64_t row0 = rb * tile_rows + (F == fault::tile_offset && rb > 0 ? 1 : 0);
@@ -465,7 +506,46 @@ void mul_mat(const exec& ex, tensor* dst) {
     }
     float* ycol[tile_cols];
     for (std::int64_t c = 0; c < nc; ++c) ycol[c] = reinterpret_cast<float*>(dst->at(c0 + c, i2, i3));
+    if constexpr (decoded_tile<tile>) {
+      if (rows_dec && nr == tile_rows) return rows_block_decoded<tile>(rows_dec, p, ycol, row0, nc, k);
+    }
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(a->at(r, i2 / r2, i3 / r3)); };
+    tiled_group tg{};
+    if (w_tiled && row0 % tile_rows == 0 && row0 + tile_rows <= m)
+      tg = {reinterpret_cast<const unsigned char*>(a->at(row0, i2 / r2, i3 / r3)), untiled};
+    rows_block<W, T, F>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, tg,
+                        wcache ? wcache + rb + n_rb * (i2 / r2 + a->ne[2] * (i3 / r3)) : nullptr);
+  };
+
+  // Prompts through a decoded_tile: a task is one row block against one group of column
+  // blocks (row block fastest within a slab and group), its rows decoded once into this
+  // thread's scratch and run against each column block in turn; the row block past the
+  // last whole one goes through the tile as it is. Outputs are the same bits either way.
+  if constexpr (decoded_tile<tile>) {
+    static_assert(tile::decoded_rows == tile_rows);
+    if (n >= tile::decoded_min_n) {
+      void* dec = ex.scr->get<unsigned char>(8, tile::decoded_bytes(k));
+      const std::int64_t n_groups = (n_cb + group - 1) / group, per_slab = n_rb * n_groups;
+      for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < per_slab * ne2 * ne3;
+           t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
+        const std::int64_t slab = t / per_slab, g = t % per_slab / n_rb, rb = t % n_rb;
+        const std::int64_t i2 = slab % ne2, i3 = slab / ne2, row0 = rb * tile_rows;
+        const void* rows_dec = nullptr;
+        if (row0 + tile_rows <= m) {
+          decode_row_block<W, tile>(a, row0, i2 / r2, i3 / r3, k, untiled, dec);
+          rows_dec = dec;
+        }
+        for (std::int64_t cb = g * group; cb < std::min(n_cb, (g + 1) * group); ++cb)
+          run_task(rb, cb, i2, i3, nullptr, 0, rows_dec);
+      }
+      return;
+    }
+  }
+
+  std::int64_t t = claim();
+  while (t < n_tasks) {
+    const std::int64_t t_next = claim_ahead ? claim() : n_tasks;
+    const auto [rb, cb, i2, i3] = order(t);
     const char* next = nullptr;  // the next task's rows, where claimed ahead
     std::size_t next_bytes = 0;
     if (t_next < n_tasks) {
@@ -473,11 +553,7 @@ void mul_mat(const exec& ex, tensor* dst) {
       next = a->at(nt.rb * tile_rows, nt.i2 / r2, nt.i3 / r3);
       next_bytes = row_block_bytes(a, nt.rb * tile_rows);
     }
-    tiled_group tg{};
-    if (w_tiled && row0 % tile_rows == 0 && row0 + tile_rows <= m)
-      tg = {reinterpret_cast<const unsigned char*>(a->at(row0, i2 / r2, i3 / r3)), untiled};
-    rows_block<W, T, F>(wrow, p, ycol, row0, nr, nc, k, next, next_bytes, tg,
-                        wcache ? wcache + rb + n_rb * (i2 / r2 + a->ne[2] * (i3 / r3)) : nullptr);
+    run_task(rb, cb, i2, i3, next, next_bytes, nullptr);
     t = claim_ahead ? t_next : claim();
   }
 }
@@ -553,13 +629,8 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
 
-  for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < n_tasks;
-       t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
-    // the expert: the last whose first column block is at or before this task's
-    const std::int64_t e = std::upper_bound(cbs, cbs + n_as + 1, t / n_rb) - cbs - 1;
-    const std::int64_t nb_e = cbs[e + 1] - cbs[e];
-    const task_order order{n_rb, nb_e, 1, std::min(group, nb_e), sr, false};
-    const auto [rb, cb, i2, i3] = order(t - cbs[e] * n_rb);
+  // Expert e's column block cb against row block rb (rows_dec: decoded by a decoded_tile).
+  auto run_task = [&](std::int64_t e, std::int64_t rb, std::int64_t cb, const void* rows_dec) {
     const std::int64_t gcb = cbs[e] + cb, c0 = first[e] + cb * tile_cols;
     const std::int64_t nc = std::min(tile_cols, first[e + 1] - c0);
     const std::int64_t slot = gcb % group;
@@ -578,11 +649,48 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
       widen_panel<tile>(p, nc, k, wide ? wide + static_cast<std::size_t>(slot * tile_cols * k) : nullptr);
     keys[slot] = gcb;
     const std::int64_t row0 = rb * tile_rows;
+    if constexpr (decoded_tile<tile>) {
+      if (rows_dec) return rows_block_decoded<tile>(rows_dec, p, ycol, row0, nc, k);
+    }
     auto wrow = [&](std::int64_t r) { return reinterpret_cast<const typename W::block*>(as->at(r, e, 0)); };
     tiled_group tg{};
     if (w_tiled && row0 + tile_rows <= m) tg = {reinterpret_cast<const unsigned char*>(as->at(row0, e, 0)), untiled};
     rows_block<W, T>(wrow, p, ycol, row0, std::min(tile_rows, m - row0), nc, k, nullptr, 0, tg,
                      wcache ? wcache + rb + n_rb * e : nullptr);
+  };
+
+  // A decoded_tile: as mul_mat's prompts, a task is an expert's row block against one group
+  // of its column blocks, the rows decoded once where the expert has decoded_min_n pairs or
+  // more (gbs[e]: its first group, counted over the experts before it).
+  if constexpr (decoded_tile<tile>) {
+    static_assert(!task_tile<tile>);  // scratch slot 6
+    void* dec = ex.scr->get<unsigned char>(8, tile::decoded_bytes(k));
+    std::int64_t* gbs = ex.scr->get<std::int64_t>(6, static_cast<std::size_t>(n_as + 1));
+    gbs[0] = 0;
+    for (std::int64_t e = 0; e < n_as; ++e) gbs[e + 1] = gbs[e] + (cbs[e + 1] - cbs[e] + group - 1) / group;
+    for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < gbs[n_as] * n_rb;
+         t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
+      const std::int64_t e = std::upper_bound(gbs, gbs + n_as + 1, t / n_rb) - gbs - 1;
+      const std::int64_t u = t - gbs[e] * n_rb, gi = u / n_rb, rb = u % n_rb, row0 = rb * tile_rows;
+      const void* rows_dec = nullptr;
+      if (first[e + 1] - first[e] >= tile::decoded_min_n && row0 + tile_rows <= m) {
+        decode_row_block<W, tile>(as, row0, e, 0, k, untiled, dec);
+        rows_dec = dec;
+      }
+      for (std::int64_t cb = gi * group; cb < std::min(cbs[e + 1] - cbs[e], (gi + 1) * group); ++cb)
+        run_task(e, rb, cb, rows_dec);
+    }
+    return;
+  }
+
+  for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < n_tasks;
+       t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
+    // the expert: the last whose first column block is at or before this task's
+    const std::int64_t e = std::upper_bound(cbs, cbs + n_as + 1, t / n_rb) - cbs - 1;
+    const std::int64_t nb_e = cbs[e + 1] - cbs[e];
+    const task_order order{n_rb, nb_e, 1, std::min(group, nb_e), sr, false};
+    const auto [rb, cb, i2, i3] = order(t - cbs[e] * n_rb);
+    run_task(e, rb, cb, nullptr);
   }
 }
 

@@ -45,6 +45,9 @@ namespace gk::simd::avx2_pair_tile::lattice {
 // A row's 32 weights k: their offset bytes u = w + o and their scales as 16-bit lanes.
 struct offset_chunk { __m256i u, scales; };
 
+// A row block's vectors that its pairs' corrections read (F::corr against a column's sums).
+struct row_corr { __m256i v[2]; };
+
 // The pairs' integer sums of a row whose weights 32k .. 32k + 31 are chunk(k): per column
 // init(column) (the offset's correction) plus, over k, pmaddubsw(u, q) times the scales by
 // pmaddwd (bounds at each caller). The k loop stays a loop: unrolled into the tile's eight
@@ -169,10 +172,8 @@ struct iq_grid : iq_d_yd {
   using col = col_sums;
   static col prep_col(const formats::q8_K::block& y) { return prep_col_sums(y); }
   static void col_ints(const col*, int, __m256i*) {}
-  template <int C, class Chunk>
-  static void pairs(const col* cs, __m256i* const* v, __m256i minus64, Chunk chunk) {
-    offset_pairs<C>(cs, v, [&](const col& c) { return _mm256_madd_epi16(c.s, minus64); }, chunk);
-  }
+  // the offset's correction of a pair: the row's minus64 (corr[0]) against the column's sums
+  static __m256i corr(const row_corr& r, const col& c) { return _mm256_madd_epi16(c.s, r.v[0]); }
 };
 
 // ((d * yd) * s) * k, k = 1 / inverse_k: the iq2 formats (1/8) and iq3_xxs (1/4).
@@ -188,15 +189,15 @@ struct iq_scaled : iq_grid {
 // with the scale s at bits 28-31; grid bytes 8 .. 43. Value ((d * yd) * s) * 0.125.
 struct iq2_xxs_t : iq_scaled<8> {
   using W = formats::iq2_xxs;
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     // the aux words (the high halves of the 64-bit words) in order
     const __m256i aux = _mm256_permutevar8x32_epi32(_mm256_blend_epi32(_mm256_srli_epi64(load(b.qs), 32), load(b.qs + 16), 0xaa),
                                                     _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
     alignas(32) std::uint8_t sb[32];
     ksigns_bytes(aux, sb);
     const std::uint8_t* gi = reinterpret_cast<const std::uint8_t*>(b.qs);  // index of group l of chunk k: byte 8k + l
-    pairs<C>(cs, v, minus64_per32(_mm256_srli_epi32(aux, 28)), [&](int k) {
+    body(row_corr{{minus64_per32(_mm256_srli_epi32(aux, 28))}}, [&](int k) {
       const std::uint8_t* q = gi + 8 * k;
       return offset_chunk{plus64(grid4(codebooks::iq2xxs_grid, q[0], q[1], q[2], q[3]), sign_bits_to_mask(u32_at(sb + 4 * k))),
                           _mm256_set1_epi16(static_cast<short>(2 * (q[7] >> 4) + 1))};
@@ -220,8 +221,8 @@ inline scales16 nibble_scales16(const std::uint8_t* p) {
 // 8 .. 43; 4-bit scales per 16 weights. Value ((d * yd) * s) * 0.125.
 struct iq2_xs_t : iq_scaled<8> {
   using W = formats::iq2_xs;
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     const __m256i m511 = _mm256_set1_epi16(511), odd4 = odd_parity4();
     alignas(32) std::uint16_t gi[32];
     alignas(32) std::uint8_t sb[32];
@@ -237,7 +238,7 @@ struct iq2_xs_t : iq_scaled<8> {
     const scales16 s16 = nibble_scales16(b.scales);
     __m256i sc[8];
     scales_per16(s16.odd, sc);
-    pairs<C>(cs, v, s16.minus64, [&](int k) {
+    body(row_corr{{s16.minus64}}, [&](int k) {
       const std::uint16_t* q = gi + 4 * k;
       return offset_chunk{plus64(grid4(codebooks::iq2xs_grid, q[0], q[1], q[2], q[3]), sign_bits_to_mask(u32_at(sb + 4 * k))),
                           sc[k]};
@@ -249,8 +250,8 @@ struct iq2_xs_t : iq_scaled<8> {
 // grid bytes 8 .. 43; 4-bit scales per 16 weights. Value ((d * yd) * s) * 0.125.
 struct iq2_s_t : iq_scaled<8> {
   using W = formats::iq2_s;
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     // 16-bit lane g of half h (group 16h + g) reads qh byte 4h + g/4 and shifts its 2-bit
     // field g%4 to bits 8-9 by multiplying by 2^(8 - 2(g%4))
     const __m256i qh_pick[2] = {
@@ -273,7 +274,7 @@ struct iq2_s_t : iq_scaled<8> {
     const scales16 s16 = nibble_scales16(b.scales);
     __m256i sc[8];
     scales_per16(s16.odd, sc);
-    pairs<C>(cs, v, s16.minus64, [&](int k) {
+    body(row_corr{{s16.minus64}}, [&](int k) {
       const std::uint16_t* q = gi + 4 * k;
       return offset_chunk{
           plus64(grid4(codebooks::iq2s_grid, q[0], q[1], q[2], q[3]), sign_bits_to_mask(u32_at(b.qs + 32 + 4 * k))), sc[k]};
@@ -285,12 +286,12 @@ struct iq2_s_t : iq_scaled<8> {
 // with the scale s at bits 28-31; grid bytes 4 .. 62. Value ((d * yd) * s) * 0.25.
 struct iq3_xxs_t : iq_scaled<4> {
   using W = formats::iq3_xxs;
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     const __m256i aux = load(b.qs + qk_k / 4);
     alignas(32) std::uint8_t sb[32];
     ksigns_bytes(aux, sb);
-    pairs<C>(cs, v, minus64_per32(_mm256_srli_epi32(aux, 28)), [&](int j) {
+    body(row_corr{{minus64_per32(_mm256_srli_epi32(aux, 28))}}, [&](int j) {
       return offset_chunk{plus64(grid8(codebooks::iq3xxs_grid, b.qs + 8 * j), sign_bits_to_mask(u32_at(sb + 4 * j))),
                           _mm256_set1_epi16(static_cast<short>(2 * (b.qs[qk_k / 4 + 4 * j + 3] >> 4) + 1))};
     });
@@ -301,8 +302,8 @@ struct iq3_xxs_t : iq_scaled<4> {
 // weights, 4-bit scales per 32; grid bytes 1 .. 15. Value (d * yd) * s.
 struct iq3_s_t : iq_grid {
   using W = formats::iq3_s;
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     // 16-bit lane k of quarter t (index 16t + k: sub-block j = 2t + k/8, point k%8) takes
     // bit k%8 of qh[j] as index bit 8
     const __m256i bit = _mm256_set_epi16(128, 64, 32, 16, 8, 4, 2, 1, 128, 64, 32, 16, 8, 4, 2, 1);
@@ -321,7 +322,7 @@ struct iq3_s_t : iq_grid {
     const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u32_at(b.scales))),
                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
                                        _mm256_set1_epi32(0xf));
-    pairs<C>(cs, v, minus64_per32(s), [&](int j) {
+    body(row_corr{{minus64_per32(s)}}, [&](int j) {
       const int ls = 1 + 2 * ((b.scales[j / 2] >> (4 * (j & 1))) & 0xf);
       return offset_chunk{plus64(grid8(codebooks::iq3s_grid, gi + 8 * j), sign_bits_to_mask(u32_at(b.signs + 4 * j))),
                           _mm256_set1_epi16(static_cast<short>(ls))};
@@ -355,8 +356,8 @@ struct iq1_s_t : iq_d_yd {
     return {c.q, c.s, load(y.bsums)};
   }
   static void col_ints(const col*, int, __m256i*) {}
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     // 16-bit lane g of half h (group 16h + g, l = g % 4) reads qh[4h + g/4] and moves its
     // 3-bit field l (bits 3l..3l+2) to bits 8-10: times 256, 32, 4 (low product) for
     // l = 0, 1, 2, and a shift right by 1 (high product with 2^15) for l = 3
@@ -388,9 +389,11 @@ struct iq1_s_t : iq_d_yd {
     const __m256i m8ls2 = _mm256_set_m128i(_mm_unpackhi_epi16(m8ls, m8ls), _mm_unpacklo_epi16(m8ls, m8ls));
     // 8 * ls of sub-block k (byte 2k, the low byte of 16-bit lane k) in every lane
     const __m256i sc8 = _mm256_broadcastsi128_si256(_mm_slli_epi16(ls, 3));
-    offset_pairs<C>(
-        cs, v, [&](const col& c) { return _mm256_add_epi32(_mm256_madd_epi16(lss2, c.bsums), _mm256_madd_epi16(m8ls2, c.s)); },
-        [&](int k) { return iq1_chunk(gi, k, _mm256_shuffle_epi8(sc8, _mm256_set1_epi16(static_cast<short>(0x8000 | 2 * k)))); });
+    body(row_corr{{lss2, m8ls2}},
+         [&](int k) { return iq1_chunk(gi, k, _mm256_shuffle_epi8(sc8, _mm256_set1_epi16(static_cast<short>(0x8000 | 2 * k)))); });
+  }
+  static __m256i corr(const row_corr& r, const col& c) {
+    return _mm256_add_epi32(_mm256_madd_epi16(r.v[0], c.bsums), _mm256_madd_epi16(r.v[1], c.s));
   }
   static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
     return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]),
@@ -422,8 +425,8 @@ struct iq1_m_t {
     return c;
   }
   static void col_ints(const col*, int, __m256i*) {}
-  template <int C>
-  static void row_pairs(const W::block& b, const col* cs, __m256i* const* v) {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
     alignas(32) std::uint16_t gi[32];
     const __m128i m7 = _mm_set1_epi8(7);
     const __m128i qh = load128(b.qh);
@@ -461,9 +464,10 @@ struct iq1_m_t {
     // 8 * ls as bytes (<= 120), sub-block j at byte j: chunk k holds sub-blocks 2k, 2k + 1
     __m256i sc[8];
     scales_per16(_mm256_broadcastsi128_si256(_mm_slli_epi16(ls, 3)), sc);
-    offset_pairs<C>(
-        cs, v, [&](const col& c) { return _mm256_add_epi32(_mm256_madd_epi16(wg[0], c.e[0]), _mm256_madd_epi16(wg[1], c.e[1])); },
-        [&](int k) { return iq1_chunk(gi, k, sc[k]); });
+    body(row_corr{{wg[0], wg[1]}}, [&](int k) { return iq1_chunk(gi, k, sc[k]); });
+  }
+  static __m256i corr(const row_corr& r, const col& c) {
+    return _mm256_add_epi32(_mm256_madd_epi16(r.v[0], c.e[0]), _mm256_madd_epi16(r.v[1], c.e[1]));
   }
   // iq1_m::scale's f16 bits: the top nibbles of the four scale words
   template <class Wb>
@@ -482,6 +486,113 @@ struct iq1_m_t {
   }
 };
 
+// ---- the traits' rows as the tiles read them ---------------------------------------------
+
+// A row block unpacked as it is read: F::with_row hands its corrections and its chunks
+// (computed in the k loop) to offset_pairs.
+template <class F>
+struct direct : F {
+  template <int C>
+  static void row_pairs(const typename F::W::block& b, const typename F::col* cs, __m256i* const* v) {
+    F::with_row(b, [&](const row_corr& r, auto chunk) {
+      offset_pairs<C>(cs, v, [&](const typename F::col& c) { return F::corr(r, c); }, chunk);
+    });
+  }
+};
+
+// A row block decoded once (decoded<F>::decode8) for many columns: what with_row hands out,
+// stored. 480 bytes per 256 weights.
+struct alignas(32) decoded_block {
+  std::uint8_t u[qk_k];    // the offset bytes, chunk k at 32k
+  std::uint8_t sc[8][16];  // chunk k's scales as bytes, 16-bit lane j's at sc[k][j] (one vpmovzxbw)
+  row_corr corr;           // F::corr's row vectors
+  float rf;                // the row's float factor (lane r of F::rowf)
+};
+
+// F over decoded rows: the same pairs, the same integer sums, the same float operations
+// (every output the definition's bits, as direct<F>'s), the row's unpack a few loads.
+template <class F>
+struct decoded : F {
+  struct W {
+    using block = decoded_block;
+    using dot_type = formats::q8_K;
+    static constexpr int block_size = qk_k;
+  };
+  template <class Wb>
+  static void rowf(Wb w, __m256* f) {
+    f[0] = _mm256_setr_ps(w(0).rf, w(1).rf, w(2).rf, w(3).rf, w(4).rf, w(5).rf, w(6).rf, w(7).rf);
+  }
+  template <int C>
+  static void row_pairs(const decoded_block& b, const typename F::col* cs, __m256i* const* v) {
+    offset_pairs<C>(cs, v, [&](const typename F::col& c) { return F::corr(b.corr, c); }, [&](int k) {
+      return offset_chunk{_mm256_load_si256(reinterpret_cast<const __m256i*>(b.u + 32 * k)),
+                          _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sc[k])))};
+    });
+  }
+  // Blocks 0 .. nb - 1 of eight weight rows w[r] into out[r].
+  static void decode8(const typename F::W::block* const* w, std::int64_t nb, decoded_block* const* out) {
+    for (std::int64_t i = 0; i < nb; ++i) {
+      __m256 rf[1];
+      F::rowf([&](int r) -> const typename F::W::block& { return w[r][i]; }, rf);
+      alignas(32) float rfs[8];
+      _mm256_store_ps(rfs, rf[0]);
+      for (int r = 0; r < 8; ++r) {
+        decoded_block& d = out[r][i];
+        d.rf = rfs[r];
+        F::with_row(w[r][i], [&](const row_corr& corr, auto chunk) {
+          d.corr = corr;
+#pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k) {
+            const offset_chunk o = chunk(k);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(d.u + 32 * k), o.u);
+            // the 16-bit scales (<= 120) as their low bytes
+            const __m256i lo = _mm256_shuffle_epi8(o.scales, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                                                 0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1)));
+            _mm_store_si128(reinterpret_cast<__m128i*>(d.sc[k]),
+                            _mm_unpacklo_epi64(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1)));
+          }
+        });
+      }
+    }
+  }
+};
+
+// dot_tile<W, avx2> of a lattice format: the pair tile of direct<F>, and for prompts
+// (cpu/matmul.hpp decoded_tile) sixteen rows decoded once per task into the thread's
+// scratch, then run against every column block of the panel group through decoded<F>'s
+// eight-row tiles.
+template <class F, bool Decode>
+struct lattice_tile : pair_tile_of<direct<F>, Decode> {
+  using W = typename F::W;
+  static constexpr bool decoded_rows_tile = true;
+  static constexpr int decoded_rows = 16;
+  static constexpr std::int64_t decoded_min_n = 8;
+  static std::size_t decoded_bytes(std::int64_t k) { return sizeof(decoded_block) * decoded_rows * static_cast<std::size_t>(k / qk_k); }
+  // rows w[0 .. 15], k weights each, into dst (decoded_bytes(k), 32-byte aligned)
+  static void decode_rows(const typename W::block* const* w, std::int64_t k, void* dst) {
+    const std::int64_t nb = k / qk_k;
+    auto* d = static_cast<decoded_block*>(dst);
+#pragma GCC unroll 1
+    for (int h = 0; h < 2; ++h) {
+      decoded_block* out[8];
+      for (int r = 0; r < 8; ++r) out[r] = d + (8 * h + r) * nb;
+      decoded<F>::decode8(w + 8 * h, nb, out);
+    }
+  }
+  // out[r * C + c]: decoded row r (0 .. 15) against column a[c], C = 1, 2, 4, 8
+  template <int C>
+  static void run_decoded(const void* dec, const formats::q8_K::block* const* a, std::int64_t k, float* out) {
+    const std::int64_t nb = k / qk_k;
+    const auto* d = static_cast<const decoded_block*>(dec);
+#pragma GCC unroll 1
+    for (int h = 0; h < 2; ++h) {
+      const decoded_block* rows[8];
+      for (int r = 0; r < 8; ++r) rows[r] = d + (8 * h + r) * nb;
+      tile<decoded<F>, C>(rows, a, k, out + 8 * h * C);
+    }
+  }
+};
+
 }  // namespace gk::simd::avx2_pair_tile::lattice
 
 namespace gk {
@@ -489,7 +600,7 @@ namespace gk {
 #define GK_AVX2_PAIR_TILE_IQ(fmt, decodes) \
   template <>                               \
   struct dot_tile<formats::fmt, simd::avx2>   \
-      : simd::avx2_pair_tile::pair_tile_of<simd::avx2_pair_tile::lattice::fmt##_t, decodes> {};
+      : simd::avx2_pair_tile::lattice::lattice_tile<simd::avx2_pair_tile::lattice::fmt##_t, decodes> {};
 
 GK_AVX2_PAIR_TILE_IQ(iq2_xxs, true)
 GK_AVX2_PAIR_TILE_IQ(iq2_xs, true)
