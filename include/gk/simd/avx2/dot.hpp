@@ -43,37 +43,7 @@ inline __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const
 
 namespace gk {
 
-template <>
-struct dot_kernel<formats::q8_0, simd::avx2> {
-  static constexpr std::string_view served_by = simd::avx2::name;
-  static float row(const formats::q8_0::block* w, const formats::q8_0::block* a, std::int64_t n) {
-    using namespace simd::avx2_ops;
-    float sum = 0.0f;
-    for (std::int64_t i = 0; i < n / 32; ++i) {
-      const int s = hsum_i32(dot_i8x32(load(w[i].qs), load(a[i].qs)));
-      sum += static_cast<float>(s) * (to_f32(w[i].d) * to_f32(a[i].d));
-    }
-    return sum;
-  }
-};
-
-template <>
-struct dot_kernel<formats::q4_0, simd::avx2> {
-  static constexpr std::string_view served_by = simd::avx2::name;
-  static float row(const formats::q4_0::block* w, const formats::q8_0::block* a, std::int64_t n) {
-    using namespace simd::avx2_ops;
-    const __m256i low4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
-    float sum = 0.0f;
-    for (std::int64_t i = 0; i < n / 32; ++i) {
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[i].qs));
-      // weights 0..15 are the low nibbles, 16..31 the high ones
-      const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-      const int s = hsum_i32(dot_i8x32(_mm256_sub_epi8(codes, eight), load(a[i].qs)));
-      sum += static_cast<float>(s) * to_f32(w[i].d) * to_f32(a[i].d);
-    }
-    return sum;
-  }
-};
+// q8_0 and q4_0: dot_legacy.hpp (eight blocks at a time).
 
 template <>
 struct dot_kernel<formats::q4_K, simd::avx2> {

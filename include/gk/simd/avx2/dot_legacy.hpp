@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// AVX2 row dots of the 32-weight and small-block formats (q5_0, q4_1, q5_1, iq4_nl, mxfp4,
-// nvfp4, q1_0, q2_0) with q8_0/q8_1 activations (see dot.hpp for the rules kept here).
+// AVX2 row dots of the 32-weight and small-block formats (q8_0, q4_0, q5_0, q4_1, q5_1,
+// iq4_nl, mxfp4, nvfp4, q1_0, q2_0) with q8_0/q8_1 activations (see dot.hpp for the rules kept here).
 //
 // Each block's integer sums are exact: the weights become small unsigned codes and the
 // products go through pmaddubsw (the bound that keeps every pair sum from saturating is
@@ -64,7 +64,7 @@ inline float add_in_order(float acc, __m256 v, int m) {
 
 // The f16 field d of m blocks (m <= 8) as floats; vcvtph2ps is exact, as to_f32 is.
 template <class B, class Get>
-inline __m256 f16x8(const B* b, int m, Get get) {
+[[gnu::always_inline]] inline __m256 f16x8(const B* b, int m, Get get) {
   auto at = [&](int j) { return static_cast<short>(j < m ? get(b[j]).bits : 0); };
   return _mm256_cvtph_ps(_mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)));
 }
@@ -137,10 +137,12 @@ namespace simd::avx2_ops {
 template <int S, class Ints, class Floats>
 inline float row_by_8(std::int64_t nb, Ints ints, Floats floats) {
   float sum = 0.0f;
-  auto group = [&](std::int64_t i0, int m) {
+  // Full: m == 8, known at compile time (the loop unrolled, nothing zeroed).
+  auto group = [&]<bool Full>(std::int64_t i0, int m) {
     __m256i part[S][8];
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      if (j < m) {
+      if (Full || j < m) {
         ints(i0 + j, part, j);
       } else {
         for (int s = 0; s < S; ++s) part[s][j] = _mm256_setzero_si256();
@@ -148,15 +150,59 @@ inline float row_by_8(std::int64_t nb, Ints ints, Floats floats) {
     }
     __m256i tot[S];
     for (int s = 0; s < S; ++s) tot[s] = hsum8_i32(part[s]);
-    sum = add_in_order(sum, floats(i0, m, tot), m);
+    sum = add_in_order(sum, floats(i0, Full ? 8 : m, tot), Full ? 8 : m);
   };
   std::int64_t i = 0;
-  for (; i + 8 <= nb; i += 8) group(i, 8);
-  if (i < nb) group(i, static_cast<int>(nb - i));
+  for (; i + 8 <= nb; i += 8) group.template operator()<true>(i, 8);
+  if (i < nb) group.template operator()<false>(i, static_cast<int>(nb - i));
   return sum;
 }
 
+// row_by_8's floats for the blocks whose value is s * (dw * da) (q8_0, iq4_nl).
+template <class WB, class AB>
+inline auto s_dw_da(const WB* w, const AB* a) {
+  return [w, a](std::int64_t i0, int m, const __m256i* tot) __attribute__((always_inline)) {
+    const __m256 dw = f16x8(w + i0, m, [](const auto& b) { return b.d; });
+    const __m256 da = f16x8(a + i0, m, [](const auto& b) { return b.d; });
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(tot[0]), _mm256_mul_ps(dw, da));
+  };
+}
+
 }  // namespace simd::avx2_ops
+
+// q8_0: sum(w * a) over full-range bytes by sign extension and pmaddwd (dot_i8x32); value
+// s * (dw * da).
+template <>
+struct dot_kernel<formats::q8_0, simd::avx2> {
+  static constexpr std::string_view served_by = simd::avx2::name;
+  static float row(const formats::q8_0::block* w, const formats::q8_0::block* a, std::int64_t n) {
+    using namespace simd::avx2_ops;
+    auto ints = [&](std::int64_t i, __m256i (*part)[8], int j) { part[0][j] = dot_i8x32(load(w[i].qs), load(a[i].qs)); };
+    return row_by_8<1>(n / 32, ints, s_dw_da(w, a));
+  }
+};
+
+// q4_0: (c - 8) * a as c * a - 8 * a, c <= 15: pairs within +-3840 and +-2048, their
+// difference within +-5888; value (s * dw) * da.
+template <>
+struct dot_kernel<formats::q4_0, simd::avx2> {
+  static constexpr std::string_view served_by = simd::avx2::name;
+  static float row(const formats::q4_0::block* w, const formats::q8_0::block* a, std::int64_t n) {
+    using namespace simd::avx2_ops;
+    const __m256i k8 = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+    auto ints = [&](std::int64_t i, __m256i (*part)[8], int j) {
+      const __m256i ya = load(a[i].qs);
+      const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(nibbles32(w[i].qs), ya), _mm256_maddubs_epi16(k8, ya));
+      part[0][j] = _mm256_madd_epi16(p, ones);
+    };
+    auto floats = [&](std::int64_t i0, int m, const __m256i* tot) __attribute__((always_inline)) {
+      const __m256 dw = f16x8(w + i0, m, [](const auto& b) { return b.d; });
+      const __m256 da = f16x8(a + i0, m, [](const auto& b) { return b.d; });
+      return _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(tot[0]), dw), da);  // (s * dw) * da
+    };
+    return row_by_8<1>(n / 32, ints, floats);
+  }
+};
 
 template <>
 struct dot_kernel<formats::q5_0, simd::avx2> {
@@ -237,12 +283,7 @@ struct dot_kernel<formats::iq4_nl, simd::avx2> {
       const __m256i q = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_shuffle_epi8(t.neg, c), ya), ones);
       part[0][j] = _mm256_sub_epi32(p, q);
     };
-    auto floats = [&](std::int64_t i0, int m, const __m256i* tot) {
-      const __m256 dw = f16x8(w + i0, m, [](const auto& b) { return b.d; });
-      const __m256 da = f16x8(a + i0, m, [](const auto& b) { return b.d; });
-      return _mm256_mul_ps(_mm256_cvtepi32_ps(tot[0]), _mm256_mul_ps(dw, da));  // s * (dw * da)
-    };
-    return row_by_8<1>(n / 32, ints, floats);
+    return row_by_8<1>(n / 32, ints, s_dw_da(w, a));
   }
 };
 
