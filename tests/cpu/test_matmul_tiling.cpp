@@ -5,8 +5,8 @@
 // is being tested. Shapes include ragged row and column tails, one column block spanning
 // several slabs (where a panel cached on the column block alone goes stale), weight
 // broadcast over dims 2 and 3, and one column (decode, through the 16-row tiles where a
-// format has them) with ragged rows; from 8 columns the lattice formats' row blocks go
-// decoded once per task (avx2), whole ones, the ragged last through the tile. Three
+// format has them) with ragged rows; from 8 columns the lattice formats' and q3_K's row
+// blocks go decoded once per task (avx2), whole ones, the ragged last through the tile. Three
 // planted tiling faults must each fail the check.
 #include <catch2/catch.hpp>
 
@@ -320,6 +320,7 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::iq1_m>(256, 48, 41);
   check_mul_mat_id<formats::iq2_xs>(256, 37, 15);
   check_mul_mat_id<formats::iq1_s>(256, 37, 5);
+  check_mul_mat_id<formats::q3_K>(512, 37, 41);
   check_mul_mat_id<formats::q6_K>(256, 37, 41);
   check_mul_mat_id<formats::tq1_0>(256, 37, 41);
   check_mul_mat_id<formats::tq2_0>(256, 21, 41);

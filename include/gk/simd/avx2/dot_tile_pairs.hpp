@@ -902,7 +902,7 @@ GK_AVX2_PAIR_TILE(q4_1, true)
 GK_AVX2_PAIR_TILE(q5_1, true)
 GK_AVX2_PAIR_TILE(q5_K, true)
 GK_AVX2_PAIR_TILE(q2_K, true)
-GK_AVX2_PAIR_TILE(q3_K, true)
+// q3_K registers in dot_tile_pairs_iq.hpp (decoded rows for prompts)
 GK_AVX2_PAIR_TILE(iq4_xs, true)
 GK_AVX2_PAIR_TILE(tq2_0, true)
 // one column through the tile as well, gk/ref at N 1, one thread, row dots -> tile: q1_0

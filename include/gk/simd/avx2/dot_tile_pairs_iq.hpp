@@ -504,7 +504,7 @@ struct direct : F {
 // stored. 480 bytes per 256 weights.
 struct alignas(32) decoded_block {
   std::uint8_t u[qk_k];    // the offset bytes, chunk k at 32k
-  std::uint8_t sc[8][16];  // chunk k's scales as bytes, 16-bit lane j's at sc[k][j] (one vpmovzxbw)
+  std::int8_t sc[8][16];   // chunk k's scales as bytes, 16-bit lane j's at sc[k][j] (one vpmovsxbw)
   row_corr corr;           // F::corr's row vectors
   float rf;                // the row's float factor (lane r of F::rowf)
 };
@@ -526,7 +526,7 @@ struct decoded : F {
   static void row_pairs(const decoded_block& b, const typename F::col* cs, __m256i* const* v) {
     offset_pairs<C>(cs, v, [&](const typename F::col& c) { return F::corr(b.corr, c); }, [&](int k) {
       return offset_chunk{_mm256_load_si256(reinterpret_cast<const __m256i*>(b.u + 32 * k)),
-                          _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sc[k])))};
+                          _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sc[k])))};
     });
   }
   // Blocks 0 .. nb - 1 of eight weight rows w[r] into out[r].
@@ -545,7 +545,7 @@ struct decoded : F {
           for (int k = 0; k < 8; ++k) {
             const offset_chunk o = chunk(k);
             _mm256_store_si256(reinterpret_cast<__m256i*>(d.u + 32 * k), o.u);
-            // the 16-bit scales (<= 120) as their low bytes
+            // the 16-bit scales (-32 .. 120) as their low bytes
             const __m256i lo = _mm256_shuffle_epi8(o.scales, _mm256_broadcastsi128_si256(_mm_setr_epi8(
                                                                  0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1)));
             _mm_store_si128(reinterpret_cast<__m128i*>(d.sc[k]),
@@ -561,8 +561,8 @@ struct decoded : F {
 // (cpu/matmul.hpp decoded_tile) sixteen rows decoded once per task into the thread's
 // scratch, then run against every column block of the panel group through decoded<F>'s
 // eight-row tiles.
-template <class F, bool Decode>
-struct lattice_tile : pair_tile_of<direct<F>, Decode> {
+template <class F, class Direct, bool Decode>
+struct rows_decoded_tile : pair_tile_of<Direct, Decode> {
   using W = typename F::W;
   static constexpr bool decoded_rows_tile = true;
   static constexpr int decoded_rows = 16;
@@ -593,6 +593,37 @@ struct lattice_tile : pair_tile_of<direct<F>, Decode> {
   }
 };
 
+template <class F, bool Decode>
+using lattice_tile = rows_decoded_tile<F, direct<F>, Decode>;
+
+// q3_K decoded: codes w = lo - 4 (high bit clear) or lo (set), lo the 2-bit field, as the
+// bytes u = w + 4 (0 .. 7; pmaddubsw pairs within +-2 * 7 * 128), times the 6-bit scale
+// s - 32 of each 16 weights by pmaddwd; the correction -4 * s (16-bit lane h) against the
+// column's 16-weight sums S_h. Value (d * yd) * sum, as q3_K_t's.
+struct q3_K_rows : iq_d_yd {
+  using W = formats::q3_K;
+  using col = col_sums;
+  static col prep_col(const formats::q8_K::block& y) { return prep_col_sums(y); }
+  static void col_ints(const col*, int, __m256i*) {}
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
+    const __m256i s16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(scales_k3(b.scales), _mm_set1_epi8(32)));  // -32 .. 31
+    const __m256i hm = load(b.hmask), three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    body(row_corr{{_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 2))}}, [&](int k) {
+      const int h = k / 4, kk = k % 4;  // weights 128h + 32kk ..: sub-blocks 8h + 2kk, 8h + 2kk + 1
+      const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(load(b.qs + 32 * h), 2 * kk), three);
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << k));
+      const __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+      const __m256i s_h = _mm256_permute2x128_si256(s16, s16, h ? 0x11 : 0x00);
+      return offset_chunk{_mm256_or_si256(lo, high), words_jk(s_h, 2 * kk, 2 * kk + 1)};
+    });
+  }
+  static __m256i corr(const row_corr& r, const col& c) { return _mm256_madd_epi16(c.s, r.v[0]); }
+  static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
+    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0]));
+  }
+};
+
 }  // namespace gk::simd::avx2_pair_tile::lattice
 
 namespace gk {
@@ -611,6 +642,12 @@ GK_AVX2_PAIR_TILE_IQ(iq1_s, false)  // one column: its row dot is 2 % faster (22
 GK_AVX2_PAIR_TILE_IQ(iq1_m, true)
 
 #undef GK_AVX2_PAIR_TILE_IQ
+
+// q3_K: its pair tile (dot_tile_pairs.hpp), and decoded rows for prompts.
+template <>
+struct dot_tile<formats::q3_K, simd::avx2>
+    : simd::avx2_pair_tile::lattice::rows_decoded_tile<simd::avx2_pair_tile::lattice::q3_K_rows,
+                                                       simd::avx2_pair_tile::q3_K_t, true> {};
 
 }  // namespace gk
 
