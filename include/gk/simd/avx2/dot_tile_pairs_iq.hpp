@@ -17,6 +17,13 @@
 // ran 12-25 % slower that way, Zen 3.) So each pair's integer sum is the definition's
 // integer exactly, and the float part is the definition's operations in its order, lane
 // by lane: every output is the scalar definition's bits.
+//
+// For prompts (from decoded_min_n columns, cpu/matmul.hpp decoded_tile) a block of 16 rows
+// is decoded once per task into the thread's scratch (decoded_block: the offset bytes, the
+// scales, the correction vectors, the row's float factor) and run against every column
+// block of the panel group: the unpack, once per four columns above, is then once per
+// task, and each 32 weights of a pair cost one pmaddubsw and one pmaddwd. q3_K (its codes
+// offset by 4) goes the same way; its pair tile stays in dot_tile_pairs.hpp.
 // Compiles to nothing unless the translation unit targets AVX2 + FMA + F16C.
 #pragma once
 
