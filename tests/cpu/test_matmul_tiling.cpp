@@ -35,6 +35,7 @@ const shape shapes[] = {
     {512, 67, 1, 3, 1, 1, 1},   // the same over three slabs of one weight
     {4096, 200, 19, 2, 1, 1, 1},  // rows long enough for several super-blocks of rows (task_order)
     {512, 48, 13, 2, 2, 2, 1},    // whole row blocks only, two column blocks, broadcast r3 = 2 (decoded rows)
+    {352, 32, 16, 1, 1, 1, 1},    // the 32-weight formats only: decoded rows over a chunk of 8 blocks and a tail of 3
     // the float formats only (k not a multiple of 32): a tail of k past 16-element steps and
     // past the f16/bf16 task tile's 256-element chunks
     {300, 35, 11, 1, 1, 1, 1},
@@ -151,6 +152,7 @@ TEST_CASE("mul_mat tiling equals the per-element definition at every thread coun
   check_format<formats::bf16>();
   check_format<formats::q4_0>();
   check_format<formats::q8_0>();
+  check_format<formats::q5_0>();
   check_format<formats::q4_K>();
   check_format<formats::q5_K>();
   check_format<formats::iq4_nl>();
@@ -332,4 +334,8 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::q5_K>(256, 37, 8);
   check_mul_mat_id<formats::f16>(64, 37, 3);
   check_mul_mat_id<formats::q4_K>(256, 37, 8);
+  // the 16-bit decoded rows (avx2/dot_tile_wide.hpp): experts of 8 or more pairs decoded
+  check_mul_mat_id<formats::iq4_xs>(512, 37, 41);
+  check_mul_mat_id<formats::iq4_nl>(96, 37, 41);
+  check_mul_mat_id<formats::q5_0>(352, 48, 15);
 }

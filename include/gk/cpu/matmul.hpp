@@ -100,7 +100,7 @@ concept tiled_tile = requires { requires D::tiled; };
 template <class D>
 concept task_tile = requires { requires D::task; };
 // A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
-// lattice formats and q3_K) for prompts of decoded_min_n columns or more: D::decoded_bytes(k) of
+// lattice formats and q3_K; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs) for prompts of decoded_min_n columns or more: D::decoded_bytes(k) of
 // scratch, D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
 template <class D>
 concept decoded_tile = requires { requires D::decoded_rows_tile; };
@@ -468,10 +468,11 @@ void mul_mat(const exec& ex, tensor* dst) {
   // CPUs (decode_tile_on_intel). With one column block
   // task_order is row block fastest, and the next task's rows come from task_order too.
   // A weight stored tiled (cpu/tiled.hpp) goes by whole groups through a tiled_tile, one
-  // column too, on any CPU: its codes need no unpack there.
+  // column too, on any CPU: its codes need no unpack there. A decoded_tile untiles a group
+  // before it decodes it (prompts), as does a tile that reads plain rows only.
   const bool w_tiled = tiled::is_tiled(a);
   const bool claim_ahead = (tile_decodes<tile>() || (w_tiled && tiled_tile<tile>)) && n == 1;
-  unsigned char* untiled = w_tiled && !tiled_tile<tile>
+  unsigned char* untiled = w_tiled && (!tiled_tile<tile> || decoded_tile<tile>)
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
@@ -625,7 +626,7 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
     }
   }
   const bool w_tiled = tiled::is_tiled(as);
-  unsigned char* untiled = w_tiled && !tiled_tile<dot_tile<W, T>>
+  unsigned char* untiled = w_tiled && (!tiled_tile<dot_tile<W, T>> || decoded_tile<dot_tile<W, T>>)
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
 
@@ -723,7 +724,7 @@ void mul_mat_id(const exec& ex, tensor* dst) {
 
   auto* store = ex.scr->get<typename A::block>(0, gk::row_size(A::id, k) / sizeof(typename A::block) + 1);
   float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
-  unsigned char* untiled = w_tiled && !tiled_tile<tile>
+  unsigned char* untiled = w_tiled && (!tiled_tile<tile> || decoded_tile<tile>)
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
   panel<A> p{};

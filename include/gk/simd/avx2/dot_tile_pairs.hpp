@@ -44,6 +44,7 @@
 #include "gk/simd/avx2/dot.hpp"
 #include "gk/simd/avx2/dot_kquants.hpp"
 #include "gk/simd/avx2/dot_legacy.hpp"
+#include "gk/simd/avx2/dot_tile_wide.hpp"
 #include "gk/simd/prefetch.hpp"
 #include "gk/simd/target.hpp"
 
@@ -893,7 +894,8 @@ namespace gk {
 
 #define GK_AVX2_PAIR_TILE(fmt, decodes) \
   template <>                            \
-  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_pair_tile::pair_tile_of<simd::avx2_pair_tile::fmt##_t, decodes> {};
+  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_pair_tile::pair_tile_of<simd::avx2_pair_tile::fmt##_t, decodes>, \
+                                              simd::avx2_wide::prompt_rows<formats::fmt> {};
 
 
 GK_AVX2_PAIR_TILE(q8_0, true)

@@ -474,7 +474,7 @@ namespace gk {
 // through simd::avx2_tiled::fmt_tiled.
 #define GK_AVX2_TILED_TILE(fmt)                                                                                    \
   template <>                                                                                                      \
-  struct dot_tile<formats::fmt, simd::avx2> {                                                                      \
+  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_wide::prompt_rows<formats::fmt> {                        \
     static constexpr bool specialised = true, decode = true, tiled = true;                                          \
     static constexpr int rows = simd::avx2_tiled::kRows, cols = 4;                                                  \
     template <int R, int C>                                                                                        \
