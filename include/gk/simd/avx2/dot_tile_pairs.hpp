@@ -906,7 +906,7 @@ GK_AVX2_PAIR_TILE(q5_K, true)
 GK_AVX2_PAIR_TILE(q2_K, true)
 // q3_K registers in dot_tile_pairs_iq.hpp (decoded rows for prompts)
 GK_AVX2_PAIR_TILE(iq4_xs, true)
-GK_AVX2_PAIR_TILE(tq2_0, true)
+// tq2_0 registers in dot_tile_pairs_iq.hpp (decoded rows for prompts)
 // one column through the tile as well, gk/ref at N 1, one thread, row dots -> tile: q1_0
 // 0.62 -> 1.19, nvfp4 0.72 -> 1.41, tq1_0 ~0.65 -> 0.89
 GK_AVX2_PAIR_TILE(q1_0, true)

@@ -531,10 +531,14 @@ struct decoded : F {
   }
   template <int C>
   static void row_pairs(const decoded_block& b, const typename F::col* cs, __m256i* const* v) {
-    offset_pairs<C>(cs, v, [&](const typename F::col& c) { return F::corr(b.corr, c); }, [&](int k) {
-      return offset_chunk{_mm256_load_si256(reinterpret_cast<const __m256i*>(b.u + 32 * k)),
-                          _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sc[k])))};
-    });
+    if constexpr (requires { F::template decoded_pairs<C>(b.u, cs, v); }) {
+      F::template decoded_pairs<C>(b.u, cs, v);  // F's own pairs over u
+    } else {
+      offset_pairs<C>(cs, v, [&](const typename F::col& c) { return F::corr(b.corr, c); }, [&](int k) {
+        return offset_chunk{_mm256_load_si256(reinterpret_cast<const __m256i*>(b.u + 32 * k)),
+                            _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(b.sc[k])))};
+      });
+    }
   }
   // Blocks 0 .. nb - 1 of eight weight rows w[r] into out[r].
   static void decode8(const typename F::W::block* const* w, std::int64_t nb, decoded_block* const* out) {
@@ -631,6 +635,33 @@ struct q3_K_rows : iq_d_yd {
   }
 };
 
+// tq2_0 decoded: its codes (0 .. 3) as the bytes u; each pair's block sum of u * q by
+// pmaddubsw added in 16 bits over the block, minus the column's byte sums, then one pmaddwd:
+// tq2_0_t's arithmetic (its bounds), the unpack done once per task. Value as tq2_0_t's.
+struct tq2_0_rows : tq2_0_t {
+  template <class Body>
+  static void with_row(const W::block& b, Body body) {
+    const __m256i three = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    body(row_corr{}, [&](int k) {  // weights 128h + 32kk .., k = 4h + kk
+      return offset_chunk{_mm256_and_si256(_mm256_srli_epi16(load(b.qs + 32 * (k / 4)), 2 * (k % 4)), three), ones};
+    });
+  }
+  template <int C>
+  static void decoded_pairs(const std::uint8_t* u, const col* cs, __m256i* const* v) {
+    __m256i acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+    for (int k = 0; k < 8; ++k) {
+      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u + 32 * k));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(w, load(cs[c].q + 32 * k)));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) v[0][c] = _mm256_madd_epi16(_mm256_sub_epi16(acc[c], cs[c].asum), _mm256_set1_epi16(1));
+  }
+};
+
 }  // namespace gk::simd::avx2_pair_tile::lattice
 
 namespace gk {
@@ -655,6 +686,12 @@ template <>
 struct dot_tile<formats::q3_K, simd::avx2>
     : simd::avx2_pair_tile::lattice::rows_decoded_tile<simd::avx2_pair_tile::lattice::q3_K_rows,
                                                        simd::avx2_pair_tile::q3_K_t, true> {};
+
+// tq2_0 likewise.
+template <>
+struct dot_tile<formats::tq2_0, simd::avx2>
+    : simd::avx2_pair_tile::lattice::rows_decoded_tile<simd::avx2_pair_tile::lattice::tq2_0_rows,
+                                                       simd::avx2_pair_tile::tq2_0_t, true> {};
 
 }  // namespace gk
 
