@@ -4,6 +4,9 @@
 // q1_0, nvfp4, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs, tq2_0, tq1_0 (the lattice formats' in
 // dot_tile_pairs_iq.hpp); q4_0, q4_K, q6_K, iq4_nl and mxfp4 register through
 // dot_tile_tiled.hpp, which runs these for plain rows and reads CPU_TILED groups itself.
+// From 8 columns q8_0, q5_0, iq4_nl and iq4_xs take rows decoded to 16 bits instead
+// (dot_tile_wide.hpp, through prompt_rows), q3_K and tq2_0 decoded rows
+// (dot_tile_pairs_iq.hpp).
 // bench_matmul, AMD EPYC (Zen 3 class), one thread, N 64, row dots -> tile: q4_0 11 -> 45,
 // q8_0 13 -> 62, q4_K 34 -> 79, q6_K 27 -> 61, q2_K 46 -> 91, iq4_xs 33 -> 67 GFLOP/s; as
 // gk/ref, q1_0 0.62 -> 1.62, nvfp4 0.72 -> 1.72, tq1_0 ~0.65 -> 1.86.

@@ -23,7 +23,8 @@
 // scales, the correction vectors, the row's float factor) and run against every column
 // block of the panel group: the unpack, once per four columns above, is then once per
 // task, and each 32 weights of a pair cost one pmaddubsw and one pmaddwd. q3_K (its codes
-// offset by 4) goes the same way; its pair tile stays in dot_tile_pairs.hpp.
+// offset by 4) and tq2_0 (its codes, added in 16 bits over a block as its pair tile does)
+// go the same way; their pair tiles stay in dot_tile_pairs.hpp.
 // Compiles to nothing unless the translation unit targets AVX2 + FMA + F16C.
 #pragma once
 
