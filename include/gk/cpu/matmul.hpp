@@ -100,8 +100,9 @@ concept tiled_tile = requires { requires D::tiled; };
 template <class D>
 concept task_tile = requires { requires D::task; };
 // A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
-// lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs) for prompts of decoded_min_n columns or more: D::decoded_bytes(k) of
-// scratch, D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
+// lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs) for
+// prompts of decoded_min_n columns or more: D::decoded_bytes(k) of scratch,
+// D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
 template <class D>
 concept decoded_tile = requires { requires D::decoded_rows_tile; };
 template <class D>

@@ -471,10 +471,11 @@ void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type
 namespace gk {
 
 // fmt: plain rows through the pair tile (simd::avx2_pair_tile::fmt_t), tiled groups
-// through simd::avx2_tiled::fmt_tiled.
+// through simd::avx2_tiled::fmt_tiled; prompts on decoded rows where prompt_rows has them
+// (iq4_nl: dot_tile_wide.hpp).
 #define GK_AVX2_TILED_TILE(fmt)                                                                                    \
   template <>                                                                                                      \
-  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_wide::prompt_rows<formats::fmt> {                        \
+  struct dot_tile<formats::fmt, simd::avx2> : simd::avx2_wide::prompt_rows<formats::fmt> {                         \
     static constexpr bool specialised = true, decode = true, tiled = true;                                          \
     static constexpr int rows = simd::avx2_tiled::kRows, cols = 4;                                                  \
     template <int R, int C>                                                                                        \
