@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // AVX2 prompts of q8_0, q5_0, iq4_nl and iq4_xs on rows decoded to 16 bits (cpu/matmul.hpp
-// decoded_tile, from decoded_min_n columns): the weights whose values are full-range or
+// decoded_tile, from decoded_min_n = 16 columns): the weights whose values are full-range or
 // signed beyond what pmaddubsw takes exactly (q8_0's -128 .. 127, the iq4 codebook's
 // -127 .. 113) cost the pair tiles two pmaddubsw per 32 weights (or sign extension of both
 // sides per column block), and an hadd tree per 32-weight block of eight pairs.
@@ -190,7 +190,10 @@ struct rows16 {
   using P = panel<bs>;
   static constexpr bool decoded_rows_tile = true;
   static constexpr int decoded_rows = 16;
-  static constexpr std::int64_t decoded_min_n = 8;
+  // Decoding costs about as much as running eight columns: 16 rows x N columns x 4096,
+  // standalone, decoded / pair tile GFLOP/s, N 8: q8_0 55 / 65, q5_0 47 / 52, iq4_xs 66 / 72;
+  // N 16: 72 / 64, 65 / 53, 89 / 71 (the lattice formats and tq2_0 win from 8 already).
+  static constexpr std::int64_t decoded_min_n = 16;
   static std::size_t decoded_bytes(std::int64_t k) { return sizeof(P) * 2 * static_cast<std::size_t>(k / bs); }
 
   // rows w[0 .. 15], k weights each, into dst (decoded_bytes(k), 32-byte aligned): half h's
