@@ -33,6 +33,18 @@ struct ahead {
   ahead(const void* next, std::size_t next_bytes, std::int64_t blocks)
       : p(blocks > 0 ? static_cast<const char*>(next) : nullptr), bytes(next_bytes),
         step(blocks > 0 ? (next_bytes + static_cast<std::size_t>(blocks) - 1) / static_cast<std::size_t>(blocks) : 0) {}
+  // Part i of `parts` equal parts of the bytes, at the same pace per block: a task run as
+  // `parts` tile calls one after another gives call i part i, so the next task's bytes are
+  // asked for evenly over the whole task (see cpu/matmul.hpp, rows_block_plain).
+  ahead part(std::size_t i, std::size_t parts) const {
+    ahead h = *this;
+    if (!p) return h;
+    const std::size_t lo = bytes * i / parts, hi = bytes * (i + 1) / parts;
+    h.p = p + lo;
+    h.bytes = hi - lo;
+    h.step = (step + parts - 1) / parts;
+    return h;
+  }
   void block(std::int64_t i) const {
     if (!p) return;
     const std::size_t lo = static_cast<std::size_t>(i) * step, hi = lo + step < bytes ? lo + step : bytes;

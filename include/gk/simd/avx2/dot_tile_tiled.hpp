@@ -461,8 +461,11 @@ void pairs16(const typename F::W::block* const* w, const typename F::W::dot_type
   if constexpr (R <= 8) {
     run8::template run<R, C>(w, a, n, out, next);
   } else {
-    run8::template run<8, C>(w, a, n, out, next);
-    run8::template run<R - 8, C>(w + 8, a, n, out + 8 * C);
+    // each half prefetches half of the next task (see ahead::part): from >= 1 GiB, one
+    // thread, q6_K 7.9 -> 10.2 GB/s (the first half prefetching all of it and the second
+    // none, as until 2026-12-03; same harness as cpu/matmul.hpp's rows_block_plain)
+    run8::template run<8, C>(w, a, n, out, next.part(0, 2));
+    run8::template run<R - 8, C>(w + 8, a, n, out + 8 * C, next.part(1, 2));
   }
 }
 
