@@ -475,7 +475,8 @@ using q5_K_t = k45_t<formats::q5_K, true>;
 // total. Value (d * yd) * s.
 struct q6_K_t {
   using W = formats::q6_K;
-  static constexpr int nint = 2, nrowf = 1, ncolf = 1;
+  static constexpr int nint = 1, nrowf = 1, ncolf = 1;
+  static constexpr bool roll_rows = true;
   // S_j in the order [S0, S2, ..., S14 | S1, S3, ..., S15] (16 bits: |S_j| <= 2048)
   struct col { const std::int8_t* q; __m256i sums; };
   static col prep_col(const formats::q8_K::block& y) {
@@ -496,8 +497,6 @@ struct q6_K_t {
     const __m128i sc8 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)),
                                          _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
     const __m256i sc = _mm256_cvtepi8_epi16(sc8);
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) v[1][c] = _mm256_madd_epi16(cs[c].sums, sc);
     const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
     __m256i acc[C];
 #pragma GCC unroll 8
@@ -521,15 +520,17 @@ struct q6_K_t {
           acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(u, load(cs[c].q + 128 * h + 32 * k)), s));
       }
     }
+    // sum_j sc_j * S'_j - 32 * sum_j sc_j * S_j folded here (|total| < 2^29): one vector a
+    // row and column for the tile's horizontal sums, not two (2-4 % at one column)
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) v[0][c] = acc[c];
+    for (int c = 0; c < C; ++c) v[0][c] = _mm256_sub_epi32(acc[c], _mm256_slli_epi32(_mm256_madd_epi16(cs[c].sums, sc), 5));
   }
   template <class Wb>
   static void rowf(Wb w, __m256* f) { f[0] = f16_lanes([&](int r) { return static_cast<short>(w(r).d.bits); }); }
   template <class Ab>
   static void colf(Ab a, const __m256i*, __m256* f) { f[0] = q8k_d(a); }
   static __m256 value(const __m256i* s, __m256i, const __m256* rf, const __m256* cf) {
-    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(_mm256_sub_epi32(s[0], _mm256_slli_epi32(s[1], 5))));
+    return _mm256_mul_ps(_mm256_mul_ps(rf[0], cf[0]), _mm256_cvtepi32_ps(s[0]));
   }
 };
 
@@ -798,6 +799,14 @@ template <class F>
 inline constexpr bool halves_of = requires { requires F::halves; };
 template <class F>
 inline constexpr int nvec_of = halves_of<F> ? F::nint / 2 : F::nint;
+// A trait whose one-column tile goes row by row (a loop GCC keeps rolled): q6_K's. Fully
+// unrolled, GCC 12 hoisted all eight rows' scale shuffles and spilled them (168 stack ymm
+// accesses in tile<q6_K_t, 1>, 27 rolled). Standalone, 16-row tiles down 96 / 512 rows of
+// 4096 against one column (cache-resident), GFLOP/s unrolled -> rolled: q6_K 46-47 ->
+// 47-48, 41-42 -> 45. The other traits lose by it (q8_0 47 -> 38, iq4_xs 46-48 -> 39-40,
+// q4_0 41-42 -> 34, q3_K 42-43 -> 37-38, tq1_0 47 -> 44) or barely gain (q4_K, q2_K 2-6 %).
+template <class F>
+inline constexpr bool roll_rows_of = requires { requires F::roll_rows; };
 
 // Eight rows by C columns (C = 1, 2, 4, 8): out[r * C + c] = the definition's dot of w[r]
 // with a[c] over n weights. Weight block i pairs with activation blocks i * per ..
@@ -829,11 +838,17 @@ void tile(const typename F::W::block* const* w, const typename F::W::dot_type::b
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       __m256i v[nvec_of<F>][8];
-#pragma GCC unroll 8
-      for (int rr = 0; rr < rows_per_group; ++rr) {
+      auto one_row = [&](int rr) {
         __m256i* vp[nvec_of<F>];
         for (int k = 0; k < nvec_of<F>; ++k) vp[k] = v[k] + rr * C;
         F::template row_pairs<C>(w[g * rows_per_group + rr][i], cs, vp);
+      };
+      if constexpr (C == 1 && roll_rows_of<F>) {
+#pragma GCC unroll 1
+        for (int rr = 0; rr < rows_per_group; ++rr) one_row(rr);
+      } else {
+#pragma GCC unroll 8
+        for (int rr = 0; rr < rows_per_group; ++rr) one_row(rr);
       }
       __m256i s[F::nint];
       if constexpr (halves_of<F>) {
