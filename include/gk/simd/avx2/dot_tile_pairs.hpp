@@ -416,6 +416,7 @@ template <class Fmt, bool five>
 struct k45_t {
   using W = Fmt;
   static constexpr int nint = 2, nrowf = 2, ncolf = 1;
+  static constexpr int rows_at_once = 4;  // see rows_at_once_of
   struct col { const std::int8_t* q; __m256i bsums; };
   static col prep_col(const formats::q8_K::block& y) { return {y.qs, load(y.bsums)}; }
   static void col_ints(const col*, int, __m256i*) {}
@@ -476,7 +477,7 @@ using q5_K_t = k45_t<formats::q5_K, true>;
 struct q6_K_t {
   using W = formats::q6_K;
   static constexpr int nint = 1, nrowf = 1, ncolf = 1;
-  static constexpr bool roll_rows = true;
+  static constexpr int rows_at_once = 1;  // see rows_at_once_of
   // S_j in the order [S0, S2, ..., S14 | S1, S3, ..., S15] (16 bits: |S_j| <= 2048)
   struct col { const std::int8_t* q; __m256i sums; };
   static col prep_col(const formats::q8_K::block& y) {
@@ -556,6 +557,7 @@ inline col_abs prep_col_abs(const formats::q8_K::block& y) {
 struct q2_K_t {
   using W = formats::q2_K;
   static constexpr int nint = 2, nrowf = 2, ncolf = 1;
+  static constexpr int rows_at_once = 2;  // see rows_at_once_of
   struct col { const std::int8_t* q; __m256i bsums; };
   static col prep_col(const formats::q8_K::block& y) { return {y.qs, load(y.bsums)}; }
   static void col_ints(const col*, int, __m256i*) {}
@@ -799,14 +801,20 @@ template <class F>
 inline constexpr bool halves_of = requires { requires F::halves; };
 template <class F>
 inline constexpr int nvec_of = halves_of<F> ? F::nint / 2 : F::nint;
-// A trait whose one-column tile goes row by row (a loop GCC keeps rolled): q6_K's. Fully
-// unrolled, GCC 12 hoisted all eight rows' scale shuffles and spilled them (168 stack ymm
-// accesses in tile<q6_K_t, 1>, 27 rolled). Standalone, 16-row tiles down 96 / 512 rows of
-// 4096 against one column (cache-resident), GFLOP/s unrolled -> rolled: q6_K 46-47 ->
-// 47-48, 41-42 -> 45. The other traits lose by it (q8_0 47 -> 38, iq4_xs 46-48 -> 39-40,
-// q4_0 41-42 -> 34, q3_K 42-43 -> 37-38, tq1_0 47 -> 44) or barely gain (q4_K, q2_K 2-6 %).
+// How many rows a one-column tile takes per step of its row loop: F::rows_at_once where the
+// trait says (1, 2 or 4; a loop GCC keeps rolled), else all eight unrolled. GCC 12 schedules
+// the fully unrolled rows of the K-quants badly: it hoists all eight rows' scale work and
+// spills it (tile<F, 1>'s stack ymm accesses: q6_K 168, q5_K 224, q4_K 186, q2_K 161). The
+// one-column tile alone, 16-row tiles down 96 / 512 rows of 4096 (cache-resident), GFLOP/s,
+// all eight -> the trait's: q6_K 46-47 / 41-42 -> 47-48 / 45 (one), q5_K 40.7 / 37.8 ->
+// 44.5 / 42.2 (four), q4_K 53.8 / 48.9 -> 57.1 / 52.4 (four), q2_K 67.4 / 67.4 -> 71.2 /
+// 70.5 (two). The others keep eight: iq4_xs 47 -> 42 at two, q3_K 42-44 -> 38-39 at two and
+// level at four, tq1_0 level at four, q8_0 47 -> 38 and q4_0 41 -> 34 at one.
 template <class F>
-inline constexpr bool roll_rows_of = requires { requires F::roll_rows; };
+inline constexpr int rows_at_once_of = [] {
+  if constexpr (requires { F::rows_at_once; }) return F::rows_at_once;
+  else return 8;
+}();
 
 // Eight rows by C columns (C = 1, 2, 4, 8): out[r * C + c] = the definition's dot of w[r]
 // with a[c] over n weights. Weight block i pairs with activation blocks i * per ..
@@ -843,9 +851,13 @@ void tile(const typename F::W::block* const* w, const typename F::W::dot_type::b
         for (int k = 0; k < nvec_of<F>; ++k) vp[k] = v[k] + rr * C;
         F::template row_pairs<C>(w[g * rows_per_group + rr][i], cs, vp);
       };
-      if constexpr (C == 1 && roll_rows_of<F>) {
+      if constexpr (C == 1 && rows_at_once_of<F> < rows_per_group) {
+        constexpr int U = rows_at_once_of<F>;
 #pragma GCC unroll 1
-        for (int rr = 0; rr < rows_per_group; ++rr) one_row(rr);
+        for (int rr = 0; rr < rows_per_group; rr += U) {
+#pragma GCC unroll 8
+          for (int u = 0; u < U; ++u) one_row(rr + u);
+        }
       } else {
 #pragma GCC unroll 8
         for (int rr = 0; rr < rows_per_group; ++rr) one_row(rr);
