@@ -6,7 +6,8 @@
 // several slabs (where a panel cached on the column block alone goes stale), weight
 // broadcast over dims 2 and 3, and one column (decode, through the 16-row tiles where a
 // format has them) with ragged rows; from 8 columns the lattice formats' and q3_K's row
-// blocks go decoded once per task (avx2), whole ones, the ragged last through the tile. Three
+// blocks go decoded once per task (avx2; avx512: the lattice formats from 16 columns, q3_K
+// and q6_K from 32, q2_K from 48), whole ones, the ragged last through the tile. Three
 // planted tiling faults must each fail the check.
 #include <catch2/catch.hpp>
 
@@ -36,6 +37,7 @@ const shape shapes[] = {
     {4096, 200, 19, 2, 1, 1, 1},  // rows long enough for several super-blocks of rows (task_order)
     {512, 48, 13, 2, 2, 2, 1},    // whole row blocks only, two column blocks, broadcast r3 = 2 (decoded rows)
     {352, 32, 16, 1, 1, 1, 1},    // the 32-weight formats only: decoded rows over a chunk of 8 blocks and a tail of 3
+    {256, 37, 49, 1, 1, 1, 1},    // decoded rows from 48 columns (avx512 q2_K), a ragged row block and column
     // the float formats only (k not a multiple of 32): a tail of k past 16-element steps and
     // past the f16/bf16 task tile's 256-element chunks
     {300, 35, 11, 1, 1, 1, 1},
@@ -339,4 +341,9 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::iq4_xs>(512, 37, 41);
   check_mul_mat_id<formats::iq4_nl>(96, 37, 41);
   check_mul_mat_id<formats::q5_0>(352, 48, 31);
+  // avx512's decoded K-quant rows: experts of 50 pairs (q2_K decodes from 48, q3_K and q6_K
+  // from 32)
+  check_mul_mat_id<formats::q2_K>(256, 37, 100);
+  check_mul_mat_id<formats::q3_K>(256, 37, 100);
+  check_mul_mat_id<formats::q6_K>(256, 37, 100);
 }

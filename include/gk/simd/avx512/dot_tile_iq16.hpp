@@ -823,6 +823,53 @@ struct q2_K {
 
 // ---- the tile ----------------------------------------------------------------------------
 
+// C zero vectors (the columns' float sums, or a block's integer sums).
+template <int C, class V>
+inline void zero(V (&v)[C]) {
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) v[c] = V{};
+}
+
+// Group j of block i against the C columns: acc[c] += (the vpdpbusd sum of the group's code
+// vectors q against column c's activation dwords, from start[c][j]) * sc by vpmulld.
+template <class F, int C>
+inline void group_columns(const __m512i* q, __m512i sc, const formats::q8_K::block* const* a, std::int64_t i, int j,
+                          const std::int32_t (*start)[F::groups], __m512i* acc) {
+  constexpr int cd = 64 / F::groups;  // activation dwords per group
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    const std::int8_t* y = a[c][i].qs + 4 * cd * j;
+    __m512i s = F::off != 0 ? _mm512_set1_epi32(start[c][j]) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int k = 0; k < cd; ++k) {
+      std::int32_t yk;
+      std::memcpy(&yk, y + 4 * k, 4);
+      s = _mm512_dpbusd_epi32(s, q[k], _mm512_set1_epi32(yk));
+    }
+    acc[c] = _mm512_add_epi32(acc[c], _mm512_mullo_epi32(s, sc));
+  }
+}
+
+// Block i's columns: their group starts (-off * each group's activation sum) before, and
+// after, the block's float term added to each column's running sum.
+template <class F, int C>
+inline void block_starts(const formats::q8_K::block* const* a, std::int64_t i, std::int32_t (*start)[F::groups]) {
+  if constexpr (F::off != 0)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) group_starts<F::groups>(a[c][i], F::off, start[c]);
+}
+template <class F, int C>
+inline void block_terms(const typename F::rows& u, const formats::q8_K::block* const* a, std::int64_t i,
+                        const __m512i* acc, __m512* sum) {
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    if constexpr (requires { F::finish(acc[c], u, a[c][i]); })  // formats whose definitions read bsums
+      sum[c] = _mm512_add_ps(sum[c], F::finish(acc[c], u, a[c][i]));
+    else
+      sum[c] = _mm512_add_ps(sum[c], F::term(_mm512_cvtepi32_ps(acc[c]), u, _mm512_set1_ps(a[c][i].d)));
+  }
+}
+
 // out[c][r] = the row dot of w[r] and a[c], r < 16, c < C. Per block and group j of
 // 256 / G weights: F::chunk's code vectors u = w + off, held while every column takes them
 // (vpdpbusd on its broadcast activation dwords, from -off * the group's activation sum),
@@ -832,46 +879,69 @@ struct q2_K {
 template <class F, int C, class Rows>
 inline void tile(Rows w, const formats::q8_K::block* const* a, std::int64_t n, float (*out)[kRows],
                  const ahead& next = {}) {
-  constexpr int G = F::groups, cd = 64 / G;  // activation dwords per group
+  constexpr int G = F::groups, cd = 64 / G;
   __m512 sum[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) sum[c] = _mm512_setzero_ps();
+  zero(sum);
   for (std::int64_t i = 0; i < n / qk_k; ++i) {
     next.block(i);
     typename F::rows u;
     F::load(w, i, u);
     alignas(64) std::int32_t start[C][G];
-    if constexpr (F::off != 0)
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) group_starts<G>(a[c][i], F::off, start[c]);
+    block_starts<F, C>(a, i, start);
     __m512i acc[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+    zero(acc);
 #pragma GCC unroll 16
     for (int j = 0; j < G; ++j) {
       __m512i q[cd];
       F::chunk(u, j, q);
-      const __m512i sc = F::scale(u, j);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) {
-        const std::int8_t* y = a[c][i].qs + 4 * cd * j;
-        __m512i s = F::off != 0 ? _mm512_set1_epi32(start[c][j]) : _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int k = 0; k < cd; ++k) {
-          std::int32_t yk;
-          std::memcpy(&yk, y + 4 * k, 4);
-          s = _mm512_dpbusd_epi32(s, q[k], _mm512_set1_epi32(yk));
-        }
-        acc[c] = _mm512_add_epi32(acc[c], _mm512_mullo_epi32(s, sc));
-      }
+      group_columns<F, C>(q, F::scale(u, j), a, i, j, start, acc);
     }
+    block_terms<F, C>(u, a, i, acc, sum);
+  }
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      if constexpr (requires { F::finish(acc[c], u, a[c][i]); })  // formats whose definitions read bsums
-        sum[c] = _mm512_add_ps(sum[c], F::finish(acc[c], u, a[c][i]));
-      else
-        sum[c] = _mm512_add_ps(sum[c], F::term(_mm512_cvtepi32_ps(acc[c]), u, _mm512_set1_ps(a[c][i].d)));
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c], sum[c]);
+}
+
+// ---- decoded rows (prompts) --------------------------------------------------------------
+
+// One block of sixteen rows decoded: the rows as F::load leaves them (the float term's
+// inputs), and per group j the code vectors F::chunk makes and the scales F::scale gives.
+template <class F>
+struct decoded_block {
+  typename F::rows u;
+  __m512i q[F::groups][64 / F::groups];
+  __m512i sc[F::groups];
+};
+
+// The n / 256 blocks of rows w (pointers or a tiled group) into d.
+template <class F, class Rows>
+inline void decode(Rows w, std::int64_t n, decoded_block<F>* d) {
+  for (std::int64_t i = 0; i < n / qk_k; ++i) {
+    F::load(w, i, d[i].u);
+#pragma GCC unroll 16
+    for (int j = 0; j < F::groups; ++j) {
+      F::chunk(d[i].u, j, d[i].q[j]);
+      d[i].sc[j] = F::scale(d[i].u, j);
     }
+  }
+}
+
+// tile's sums from decoded rows: the same integer and float operations in the same order,
+// so the same bits; the unpack is paid once per row block instead of once per tile call.
+template <class F, int C>
+inline void tile_decoded(const decoded_block<F>* d, const formats::q8_K::block* const* a, std::int64_t n,
+                         float (*out)[kRows]) {
+  constexpr int G = F::groups;
+  __m512 sum[C];
+  zero(sum);
+  for (std::int64_t i = 0; i < n / qk_k; ++i) {
+    alignas(64) std::int32_t start[C][G];
+    block_starts<F, C>(a, i, start);
+    __m512i acc[C];
+    zero(acc);
+#pragma GCC unroll 16
+    for (int j = 0; j < G; ++j) group_columns<F, C>(d[i].q[j], d[i].sc[j], a, i, j, start, acc);
+    block_terms<F, C>(d[i].u, a, i, acc, sum);
   }
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) _mm512_storeu_ps(out[c], sum[c]);
@@ -917,6 +987,32 @@ struct runner {
   }
 };
 
+// Prompts through decoded rows (cpu/matmul.hpp decoded_tile), for the formats whose unpack
+// outweighs a column block's vpdpbusd work: sixteen rows decoded once per task into the
+// thread's scratch (decoded_block<F>, about 5-6 KiB a block of 256 weights), then run
+// against every column block of the panel group by tile_decoded.
+template <class F, int MinN>  // MinN: from how many columns (0: never)
+struct decoded_prompts {
+  static constexpr bool decoded_rows_tile = true;
+  static constexpr int decoded_rows = kRows;
+  static constexpr std::int64_t decoded_min_n = MinN;
+  static std::size_t decoded_bytes(std::int64_t k) { return sizeof(decoded_block<F>) * static_cast<std::size_t>(k / qk_k); }
+  // rows w[0 .. 15], k weights each, into dst (decoded_bytes(k), 64-byte aligned)
+  static void decode_rows(const typename F::W::block* const* w, std::int64_t k, void* dst) {
+    decode<F>(w, k, static_cast<decoded_block<F>*>(dst));
+  }
+  // out[r * C + c]: decoded row r (0 .. 15) against column a[c], C = 1, 2, 4, 8
+  template <int C>
+  static void run_decoded(const void* dec, const formats::q8_K::block* const* a, std::int64_t k, float* out) {
+    static_assert(C >= 1 && C <= 8);
+    float o[C][kRows];
+    tile_decoded<F, C>(static_cast<const decoded_block<F>*>(dec), a, k, o);
+    store_rows_by_column<C>(o, out);
+  }
+};
+template <class F>
+struct decoded_prompts<F, 0> {};
+
 // Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K,
 // iq2_s, iq3_s).
 template <class F>
@@ -928,10 +1024,12 @@ constexpr bool loads_tiled() {
 
 namespace gk {
 
-// decode: as the legacy tiles' (avx512/dot_tile_legacy.hpp).
-#define GK_AVX512_IQ16_TILE(fmt, dec)                                                                              \
+// decode: as the legacy tiles' (avx512/dot_tile_legacy.hpp); dec_min_n: prompts of that many columns
+// or more through decoded rows (decoded_prompts; 0: never).
+#define GK_AVX512_IQ16_TILE(fmt, dec, dec_min_n)                                                                  \
   template <>                                                                                                      \
-  struct dot_tile<formats::fmt, simd::avx512> {                                                                    \
+  struct dot_tile<formats::fmt, simd::avx512>                                                                      \
+      : simd::avx512_iq16_tile::decoded_prompts<simd::avx512_iq16_tile::fmt, dec_min_n> {                         \
     static constexpr bool specialised = true, decode = dec;                                                        \
     static constexpr bool tiled = simd::avx512_iq16_tile::loads_tiled<simd::avx512_iq16_tile::fmt>();              \
     static constexpr int rows = simd::avx512_iq16_tile::kRows, cols = 8;                                            \
@@ -949,16 +1047,16 @@ namespace gk {
     }                                                                                                              \
   };
 
-GK_AVX512_IQ16_TILE(iq2_xxs, true)
-GK_AVX512_IQ16_TILE(iq3_xxs, true)
-GK_AVX512_IQ16_TILE(iq3_s, true)
-GK_AVX512_IQ16_TILE(iq2_xs, true)
-GK_AVX512_IQ16_TILE(iq2_s, true)
-GK_AVX512_IQ16_TILE(iq1_s, true)
-GK_AVX512_IQ16_TILE(iq1_m, true)
-GK_AVX512_IQ16_TILE(q6_K, false)  // its row dots read memory faster (see above)
-GK_AVX512_IQ16_TILE(q3_K, true)
-GK_AVX512_IQ16_TILE(q2_K, true)
+GK_AVX512_IQ16_TILE(iq2_xxs, true, 16)
+GK_AVX512_IQ16_TILE(iq3_xxs, true, 16)
+GK_AVX512_IQ16_TILE(iq3_s, true, 16)
+GK_AVX512_IQ16_TILE(iq2_xs, true, 16)
+GK_AVX512_IQ16_TILE(iq2_s, true, 16)
+GK_AVX512_IQ16_TILE(iq1_s, true, 16)
+GK_AVX512_IQ16_TILE(iq1_m, true, 16)
+GK_AVX512_IQ16_TILE(q6_K, false, 32)  // its row dots read memory faster (see above)
+GK_AVX512_IQ16_TILE(q3_K, true, 32)
+GK_AVX512_IQ16_TILE(q2_K, true, 48)
 
 #undef GK_AVX512_IQ16_TILE
 
