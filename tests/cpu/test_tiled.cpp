@@ -245,7 +245,8 @@ TEST_CASE("mul_mat_id reads CPU_TILED experts in place: the same bits as ordinar
     std::int64_t k, m, n_as, n_used, n_tok;
   };
   for (type t : tiled_types)
-    for (moe c : {moe{256, 32, 4, 2, 1}, moe{512, 40, 3, 2, 5}, moe{256, 48, 4, 2, 12}, moe{256, 16, 2, 1, 3}})
+    for (moe c : {moe{256, 32, 4, 2, 1}, moe{512, 40, 3, 2, 5}, moe{256, 48, 4, 2, 12}, moe{256, 16, 2, 1, 3},
+                  moe{256, 32, 2, 2, 50}})
       for (int threads : {1, 2}) {
         INFO(type_label(t) << " k " << c.k << " m " << c.m << " experts " << c.n_as << " tokens " << c.n_tok << ", "
                            << threads << " thread(s)");

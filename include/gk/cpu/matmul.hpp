@@ -304,8 +304,9 @@ void rows_block_decoded(const void* dec, const panel<A>& p, float* const* ycol, 
                 [&]<int C>(std::int64_t c, float* o) { D::template run_decoded<C>(dec, p.col + c, k, o); });
 }
 
-// Decodes the tile_rows weight rows from row0 of slab (i2, i3) of a (a tiled group goes back to
-// rows in `untiled` first) into dec for the decoded_tile D.
+// Decodes the tile_rows weight rows from row0 of slab (i2, i3) of a into dec for the
+// decoded_tile D: a tiled group through D::decode_tiled_rows where D reads groups as they
+// lie, else back to rows in `untiled` first.
 template <BlockFormat W, class D>
 void decode_row_block(const tensor* a, std::int64_t row0, std::int64_t i2, std::int64_t i3, std::int64_t k,
                       unsigned char* untiled, void* dec) {
@@ -313,6 +314,9 @@ void decode_row_block(const tensor* a, std::int64_t row0, std::int64_t i2, std::
   for (std::int64_t j = 0; j < tile_rows; ++j) w[j] = reinterpret_cast<const typename W::block*>(a->at(row0 + j, i2, i3));
   if constexpr (tiled::tiles_format(W::id)) {
     if (tiled::is_tiled(a)) {
+      if constexpr (requires(const void* g, void* d) { D::decode_tiled_rows(g, k, d); }) {
+        return D::decode_tiled_rows(a->at(row0, i2, i3), k, dec);
+      }
       tiled::untile_group(reinterpret_cast<const unsigned char*>(a->at(row0, i2, i3)), untiled, k / W::block_size,
                           tiled::units_of<W>());
       for (std::int64_t j = 0; j < tile_rows; ++j)

@@ -49,6 +49,13 @@
 // runs, iq1_s 0.90-1.20 -> 1.13-1.20 | 0.87-0.97 -> 1.01-1.19, iq1_m 0.68-0.70 -> 0.97-1.26
 // | 0.68-0.78 -> 0.93-1.09. q6_K's row dots read at the measured bandwidth already: the tile
 // ran 0.85-1.04 against their 1.03-1.27 in cache, 0.66-0.75 against 0.99-1.03 from memory.
+// Prompts from 16 columns (the lattice formats; q3_K and q6_K from 32, q2_K from 48) run
+// on decoded rows (decoded_prompts): the unpack, which the C columns of one tile call share,
+// is paid once per task instead of once per 8 columns. Intel Xeon (AVX-512, no AMX), 2026-12-06,
+// bench_matmul N 64, one thread, GFLOP/s, tile -> decoded rows: iq2_s 101 -> 203, iq3_s 109
+// -> 234, iq2_xxs 160 -> 250, iq2_xs 120 -> 222, iq3_xxs 132 -> 236, iq1_s 178 -> 232,
+// iq1_m 138 -> 214; q3_K 171 -> 215, q6_K 169 -> 203, q2_K 230 -> 247. At 16 columns q2_K
+// and q6_K lost (231 -> 194, 170 -> 155), hence their thresholds.
 // Compiles to nothing unless the translation unit targets the avx512 tag's feature set.
 #pragma once
 
@@ -987,6 +994,13 @@ struct runner {
   }
 };
 
+// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K,
+// iq2_s, iq3_s).
+template <class F>
+constexpr bool loads_tiled() {
+  return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
+}
+
 // Prompts through decoded rows (cpu/matmul.hpp decoded_tile), for the formats whose unpack
 // outweighs a column block's vpdpbusd work: sixteen rows decoded once per task into the
 // thread's scratch (decoded_block<F>, about 5-6 KiB a block of 256 weights), then run
@@ -1001,6 +1015,12 @@ struct decoded_prompts {
   static void decode_rows(const typename F::W::block* const* w, std::int64_t k, void* dst) {
     decode<F>(w, k, static_cast<decoded_block<F>*>(dst));
   }
+  // the sixteen rows of a tiled group (cpu/tiled.hpp) as they lie, into dst: no untile first
+  static void decode_tiled_rows(const void* group, std::int64_t k, void* dst)
+    requires(loads_tiled<F>())
+  {
+    decode<F>(tiled_rows{static_cast<const unsigned char*>(group)}, k, static_cast<decoded_block<F>*>(dst));
+  }
   // out[r * C + c]: decoded row r (0 .. 15) against column a[c], C = 1, 2, 4, 8
   template <int C>
   static void run_decoded(const void* dec, const formats::q8_K::block* const* a, std::int64_t k, float* out) {
@@ -1012,13 +1032,6 @@ struct decoded_prompts {
 };
 template <class F>
 struct decoded_prompts<F, 0> {};
-
-// Whether F loads a tiled group (cpu/tiled.hpp's formats of this file: q2_K, q3_K, q6_K,
-// iq2_s, iq3_s).
-template <class F>
-constexpr bool loads_tiled() {
-  return requires(tiled_rows w, typename F::rows& u) { F::load(w, std::int64_t{0}, u); };
-}
 
 }  // namespace gk::simd::avx512_iq16_tile
 
