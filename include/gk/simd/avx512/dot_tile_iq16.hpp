@@ -22,7 +22,12 @@
 // -1, 0, 1) is fetched by vpgatherqq instead, one plus each coordinate. Gathers of the
 // smaller grids measured slower (GFLOP/s, 16 x 8 as below): iq2_xxs 240 by vpgatherqq
 // against 340 by lookups, iq3_xxs 166 against 285 (vpgatherdd), iq2_s 180 against 215,
-// iq3_s 150 (175 with half its points gathered) against 250.
+// iq3_s 150 (175 with half its points gathered) against 250. Where the CPU has VBMI (and
+// the translation unit targets it), iq2_s's 1024 codes are looked up 64 at a time from two
+// byte planes by vpermt2b instead (lookup1024_planes), at load: Intel Xeon (Sapphire Rapids
+// class), bench_matmul, one / two threads, gk/ref 4096 x 4096 N 1 0.90-0.92 -> 1.36-1.38
+// (29.3 / 57.2 GFLOP/s from 20.7 / 40.8), from >= 1 GiB 0.97-0.98 -> 1.42-1.49, mul_mat_id
+// 64 tokens 1.35-1.39 -> 1.73-1.77; prompts (decoded rows) about the same.
 //
 // Integer part, exact for every byte (activations -128 included): |w| <= 64 and codes are
 // below 128, so a lane gains at most 4 * 127 * 128 per vpdpbusd; a sub-block's sum times its
@@ -176,15 +181,67 @@ inline __m512i lookup1024_epi16(const std::uint16_t* t, __m512i i, __mmask32 b8,
   return _mm512_mask_blend_epi16(b9, lookup512_epi16(t, i, b8), lookup512_epi16(t + 512, i, b8));
 }
 
-// Word h of each dword of r (a 16-bit lattice code) spread to bytes: byte b = nibble b.
-inline __m512i code_nibbles(__m512i r, int h) {
-  // pshufb indexes within 128-bit lanes, where dword q starts at byte 4q
-  const __m512i x = _mm512_shuffle_epi8(r, _mm512_add_epi8(_mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0),
-                                                           _mm512_set1_epi32(h ? 0x03030202 : 0x01010000)));
+// Of dwords holding a code's bytes (lo, lo, hi, hi): byte b = nibble b of the code.
+inline __m512i nibbles_of(__m512i x) {
   // bytes 0, 2 from x, 1, 3 from x >> 4 (16-bit): ternary-logic 0xD8 is c ? b : a
   const __m512i n = _mm512_ternarylogic_epi32(x, _mm512_srli_epi16(x, 4), _mm512_set1_epi32(static_cast<int>(0xff00ff00u)), 0xD8);
   return _mm512_and_si512(n, _mm512_set1_epi8(0x0f));
 }
+
+// Word h of each dword of r (a 16-bit lattice code) spread to bytes: byte b = nibble b.
+inline __m512i code_nibbles(__m512i r, int h) {
+  // pshufb indexes within 128-bit lanes, where dword q starts at byte 4q
+  return nibbles_of(_mm512_shuffle_epi8(r, _mm512_add_epi8(_mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0),
+                                                           _mm512_set1_epi32(h ? 0x03030202 : 0x01010000))));
+}
+
+#if defined(__AVX512VBMI__)
+// With VBMI (vpermt2b: 128 byte entries a lookup), iq2_s's 1024 codes as two byte planes:
+// its codes' low bytes, then their high bytes. 64 indices take 16 vpermt2b and 14 blends
+// against 2 x (16 vpermt2w and 15 blends) for lookup1024_epi16's 32 at a time.
+alignas(64) inline constexpr auto iq2s_planes = [] {
+  std::array<std::uint8_t, 2048> t{};
+  for (int p = 0; p < 1024; ++p) {
+    t[p] = static_cast<std::uint8_t>(iq2s_lattice.code[p] & 0xff);
+    t[1024 + p] = static_cast<std::uint8_t>(iq2s_lattice.code[p] >> 8);
+  }
+  return t;
+}();
+
+// The codes of the 64 indices whose bits 0-7 are the bytes of x, bits 8 and 9 the bits of
+// b8 and b9, as their low bytes lo and high bytes hi: per plane a vpermt2b per 128 entries
+// (index bits 0-6), then blends by index bits 7, 8, 9.
+inline void lookup1024_planes(__m512i x, __mmask64 b8, __mmask64 b9, __m512i& lo, __m512i& hi) {
+  const __mmask64 b7 = _mm512_movepi8_mask(x);
+  __m512i v[2][8];
+#pragma GCC unroll 2
+  for (int pl = 0; pl < 2; ++pl) {
+#pragma GCC unroll 8
+    for (int w = 0; w < 8; ++w) {
+      const std::uint8_t* t = iq2s_planes.data() + 1024 * pl + 128 * w;
+      v[pl][w] = _mm512_permutex2var_epi8(load(t), x, load(t + 64));
+    }
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; ++w) v[pl][w] = _mm512_mask_blend_epi8(b7, v[pl][2 * w], v[pl][2 * w + 1]);
+#pragma GCC unroll 2
+    for (int w = 0; w < 2; ++w) v[pl][w] = _mm512_mask_blend_epi8(b8, v[pl][2 * w], v[pl][2 * w + 1]);
+    v[pl][0] = _mm512_mask_blend_epi8(b9, v[pl][0], v[pl][1]);
+  }
+  lo = v[0][0];
+  hi = v[1][0];
+}
+
+// Byte g of each dword of the planes lo, hi (the code of that dword's group g) spread to
+// nibbles as code_nibbles does: dword q of the index reads (lo[4q + g], lo[4q + g],
+// hi[4q + g], hi[4q + g]), vpermt2b's indices 64 and up being hi's.
+inline __m512i plane_nibbles(__m512i lo, __m512i hi, int g) {
+  const __m512i quad = _mm512_set_epi32(0x3c3c3c3c, 0x38383838, 0x34343434, 0x30303030, 0x2c2c2c2c, 0x28282828,
+                                        0x24242424, 0x20202020, 0x1c1c1c1c, 0x18181818, 0x14141414, 0x10101010,
+                                        0x0c0c0c0c, 0x08080808, 0x04040404, 0);  // 4q in dword q
+  const __m512i at = _mm512_add_epi8(quad, _mm512_set1_epi32((64 + g) << 24 | (64 + g) << 16 | g << 8 | g));
+  return nibbles_of(_mm512_permutex2var_epi8(lo, at, hi));
+}
+#endif
 
 // The 8-bit sign mask of a 7-bit sign index (ksigns_iq2xs) in each byte of b (bit 7 clear):
 // the index with its parity as bit 7.
@@ -434,7 +491,21 @@ struct iq2_s {
     __m512i qh[2];  // lane r: qh dword p of row r
     __m512i sc[2];  // lane r: scales dword p of row r
     __m512 d;
+#if defined(__AVX512VBMI__)
+    __m512i hi[8];  // after planes: x[p] the low bytes, hi[p] the high bytes of groups 4p .. 4p+3's codes
+#endif
   };
+  // With VBMI the codes are looked up at load, 64 at a time (lookup1024_planes).
+  static void planes([[maybe_unused]] rows& u) {
+#if defined(__AVX512VBMI__)
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) {
+      const __m512i e = spread_byte(u.qh[p / 4], p % 4);  // qh[p] in every byte; byte g's bits 2g, 2g + 1
+      lookup1024_planes(u.x[p], _mm512_test_epi8_mask(e, _mm512_set1_epi32(0x40100401)),
+                        _mm512_test_epi8_mask(e, _mm512_set1_epi32(static_cast<int>(0x80200802u))), u.x[p], u.hi[p]);
+    }
+#endif
+  }
   static void load(const W::block* const* w, std::int64_t i, rows& u) {
     const std::uint8_t* p[kRows];
 #pragma GCC unroll 2
@@ -448,6 +519,7 @@ struct iq2_s {
     u.sc[0] = dword_rows<offsetof(W::block, scales)>(w, i);
     u.sc[1] = dword_rows<offsetof(W::block, scales) + 4>(w, i);
     u.d = f16_rows<offsetof(W::block, d)>(w, i);
+    planes(u);
   }
   // tiled (cpu/tiled.hpp): the sixteen scales d, then qs, qh and scales dwords as vectors
   static void load(tiled_rows w, std::int64_t i, rows& u) {
@@ -463,9 +535,22 @@ struct iq2_s {
       u.sc[k] = qs_tiled<offsetof(W::block, scales)>(col, k);
     }
     u.d = f16_tiled<offsetof(W::block, d)>(col);
+    planes(u);
   }
   static void chunk(const rows& u, int h, __m512i* q) {  // groups 2h, 2h+1: activation dwords 4h .. 4h+3
     const auto& t = iq2s_lattice;
+#if defined(__AVX512VBMI__)
+    {
+      const __m512i lo = _mm512_broadcast_i32x4(load128(t.lo.data())), hi = _mm512_broadcast_i32x4(load128(t.hi.data()));
+      const int p = h / 2, b = 2 * (h % 2);  // qs dword p, its groups b, b + 1
+#pragma GCC unroll 2
+      for (int l = 0; l < 2; ++l) {
+        const __m512i n = plane_nibbles(u.x[p], u.hi[p], b + l);
+        signed_codes(_mm512_shuffle_epi8(lo, n), _mm512_shuffle_epi8(hi, n), spread_byte(u.sg[p], b + l), q + 2 * l);
+      }
+      return;
+    }
+#endif
     const int b = 2 * (h % 2);  // the groups' bytes in qs dword h / 2, and their qh bits 2b .. 2b+3
     // words 0, 1 of each dword: index bits 0-7 of groups 2h, 2h+1 (pshufb, within 128-bit
     // lanes, dword q at byte 4q; an index with bit 7 set writes zero)
