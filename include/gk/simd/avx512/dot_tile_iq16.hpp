@@ -540,17 +540,14 @@ struct iq2_s {
   static void chunk(const rows& u, int h, __m512i* q) {  // groups 2h, 2h+1: activation dwords 4h .. 4h+3
     const auto& t = iq2s_lattice;
 #if defined(__AVX512VBMI__)
-    {
-      const __m512i lo = _mm512_broadcast_i32x4(load128(t.lo.data())), hi = _mm512_broadcast_i32x4(load128(t.hi.data()));
-      const int p = h / 2, b = 2 * (h % 2);  // qs dword p, its groups b, b + 1
+    const __m512i lo = _mm512_broadcast_i32x4(load128(t.lo.data())), hi = _mm512_broadcast_i32x4(load128(t.hi.data()));
+    const int p = h / 2, b = 2 * (h % 2);  // qs dword p, its groups b, b + 1
 #pragma GCC unroll 2
-      for (int l = 0; l < 2; ++l) {
-        const __m512i n = plane_nibbles(u.x[p], u.hi[p], b + l);
-        signed_codes(_mm512_shuffle_epi8(lo, n), _mm512_shuffle_epi8(hi, n), spread_byte(u.sg[p], b + l), q + 2 * l);
-      }
-      return;
+    for (int l = 0; l < 2; ++l) {
+      const __m512i n = plane_nibbles(u.x[p], u.hi[p], b + l);
+      signed_codes(_mm512_shuffle_epi8(lo, n), _mm512_shuffle_epi8(hi, n), spread_byte(u.sg[p], b + l), q + 2 * l);
     }
-#endif
+#else
     const int b = 2 * (h % 2);  // the groups' bytes in qs dword h / 2, and their qh bits 2b .. 2b+3
     // words 0, 1 of each dword: index bits 0-7 of groups 2h, 2h+1 (pshufb, within 128-bit
     // lanes, dword q at byte 4q; an index with bit 7 set writes zero)
@@ -567,6 +564,7 @@ struct iq2_s {
       const __m512i n = code_nibbles(r, l);
       signed_codes(_mm512_shuffle_epi8(lo, n), _mm512_shuffle_epi8(hi, n), spread_byte(u.sg[h / 2], b + l), q + 2 * l);
     }
+#endif
   }
   static __m512i scale(const rows& u, int h) { return nibble_scale(u.sc, h); }
   // (dw * da) * float(total) * 0.125f
