@@ -105,6 +105,14 @@ concept task_tile = requires { requires D::task; };
 // D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
 template <class D>
 concept decoded_tile = requires { requires D::decoded_rows_tile; };
+// A decoded_tile that decodes a group stored tiled as it lies: D::decode_tiled_rows(group,
+// k, dst) (avx512/dot_tile_iq16.hpp).
+template <class D>
+concept decodes_tiled = requires(const void* g, std::int64_t k, void* d) { D::decode_tiled_rows(g, k, d); };
+// Whether D puts a tiled group back into rows first (scratch `untiled`, tile_rows rows):
+// a tile that reads plain rows only, or a decoded_tile that decodes from rows.
+template <class D>
+constexpr bool untiles = !tiled_tile<D> || (decoded_tile<D> && !decodes_tiled<D>);
 template <class D>
 struct tile_shape {
   static constexpr int rows = 4, cols = 2;
@@ -311,18 +319,20 @@ template <BlockFormat W, class D>
 void decode_row_block(const tensor* a, std::int64_t row0, std::int64_t i2, std::int64_t i3, std::int64_t k,
                       unsigned char* untiled, void* dec) {
   const typename W::block* w[tile_rows];
-  for (std::int64_t j = 0; j < tile_rows; ++j) w[j] = reinterpret_cast<const typename W::block*>(a->at(row0 + j, i2, i3));
   if constexpr (tiled::tiles_format(W::id)) {
     if (tiled::is_tiled(a)) {
-      if constexpr (requires(const void* g, void* d) { D::decode_tiled_rows(g, k, d); }) {
+      if constexpr (decodes_tiled<D>) {
         return D::decode_tiled_rows(a->at(row0, i2, i3), k, dec);
+      } else {
+        tiled::untile_group(reinterpret_cast<const unsigned char*>(a->at(row0, i2, i3)), untiled, k / W::block_size,
+                            tiled::units_of<W>());
+        for (std::int64_t j = 0; j < tile_rows; ++j)
+          w[j] = reinterpret_cast<const typename W::block*>(untiled + static_cast<std::size_t>(j) * gk::row_size(W::id, k));
+        return D::decode_rows(w, k, dec);
       }
-      tiled::untile_group(reinterpret_cast<const unsigned char*>(a->at(row0, i2, i3)), untiled, k / W::block_size,
-                          tiled::units_of<W>());
-      for (std::int64_t j = 0; j < tile_rows; ++j)
-        w[j] = reinterpret_cast<const typename W::block*>(untiled + static_cast<std::size_t>(j) * gk::row_size(W::id, k));
     }
   }
+  for (std::int64_t j = 0; j < tile_rows; ++j) w[j] = reinterpret_cast<const typename W::block*>(a->at(row0 + j, i2, i3));
   D::decode_rows(w, k, dec);
 }
 
@@ -489,7 +499,7 @@ void mul_mat(const exec& ex, tensor* dst) {
   // before it decodes it (prompts), as does a tile that reads plain rows only.
   const bool w_tiled = tiled::is_tiled(a);
   const bool claim_ahead = (tile_decodes<tile>() || (w_tiled && tiled_tile<tile>)) && n == 1;
-  unsigned char* untiled = w_tiled && (!tiled_tile<tile> || decoded_tile<tile>)
+  unsigned char* untiled = w_tiled && untiles<tile>
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
@@ -643,7 +653,7 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
     }
   }
   const bool w_tiled = tiled::is_tiled(as);
-  unsigned char* untiled = w_tiled && (!tiled_tile<dot_tile<W, T>> || decoded_tile<dot_tile<W, T>>)
+  unsigned char* untiled = w_tiled && untiles<dot_tile<W, T>>
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
 
@@ -741,7 +751,7 @@ void mul_mat_id(const exec& ex, tensor* dst) {
 
   auto* store = ex.scr->get<typename A::block>(0, gk::row_size(A::id, k) / sizeof(typename A::block) + 1);
   float* fbuf = ex.scr->get<float>(1, static_cast<std::size_t>(k));
-  unsigned char* untiled = w_tiled && (!tiled_tile<tile> || decoded_tile<tile>)
+  unsigned char* untiled = w_tiled && untiles<tile>
                                ? ex.scr->get<unsigned char>(5, static_cast<std::size_t>(tile_rows) * gk::row_size(W::id, k))
                                : nullptr;
   panel<A> p{};
