@@ -242,6 +242,13 @@ GK_Q8_FN unsigned sub4(unsigned x, unsigned y) {
   return ((x | 0x80808080u) - (y & 0x7f7f7f7fu)) ^ ((x ^ ~y) & 0x80808080u);
 }
 
+// Bytes of q in {-1, 0, 1} times s (1 .. 15), byte-wise. The 32-bit product q s is that
+// but where a byte is -1: its 255 s = (s - 1) 256 + (256 - s) leaves the right byte and
+// carries s - 1 into the next one, so (s - 1) is taken back off at the bytes after the -1
+// ones ((q << 1) & 0x01010100 marks them). Exact mod 2^32 for any such q: the carries are
+// linear. An IMUL, a shift, an AND and an IMAD.
+GK_Q8_FN unsigned trits_times(unsigned q, unsigned s) { return q * s - ((q << 1) & 0x01010100u) * (s - 1); }
+
 // Four 5th bits (bits 0-3 of h) as bit 4 of four bytes.
 GK_Q8_FN unsigned spread4(unsigned h) { return ((h & 0xfu) * 0x00204081u & 0x01010101u) << 4; }
 
@@ -540,10 +547,10 @@ GK_Q8_UNROLL
     p[0] = (sc0 & 0xf) * s0 + (sc1 & 0xf) * s1;
     p[1] = bs.lo * (sc0 >> 4) + bs.hi * (sc1 >> 4);
   }
-  // the integer min of chunk c's 16-weight half h as four equal bytes: mmq.cu forms part
-  // mins_at (sum of min x activation code) by an mma of these with the codes instead
+  // the integer min of word w's 16-weight half (w / 4) as four equal bytes: mmq.cu forms
+  // part mins_at (sum of min x activation code) by an mma of these with the codes instead
   static constexpr int mins_at = 1;
-  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int h) { return ((u.sc >> (8 * h + 4)) & 0xfu) * 0x01010101u; }
+  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int w) { return ((u.sc >> (8 * (w >> 2) + 4)) & 0xfu) * 0x01010101u; }
   // mmq.cu: the codes times their half's scale (at most 3 x 15: a word's bytes multiply
   // without carries), so one mma a chunk forms part 0 whole, summed over the block in its
   // own registers
@@ -652,7 +659,7 @@ GK_Q8_UNROLL
     p[0] = u.sc * dot8(u.q, x, 0, 8);
     p[1] = u.m * (bs.lo + bs.hi);
   }
-  // as q2_K's: the chunk's min (both halves) as four equal bytes, for mmq.cu's mma
+  // as q2_K's: the chunk's min (every word) as four equal bytes, for mmq.cu's mma
   static constexpr int mins_at = 1;
   GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int) { return static_cast<unsigned>(u.m) * 0x01010101u; }
   // d * d(a) * sum_q - dmin * d(a) * sum_m
@@ -935,6 +942,17 @@ GK_Q8_UNROLL
     const int sa = bs.lo + bs.hi;
     p[0] = 8 * u.ls * dot8(u.q, x, 0, 8) + u.ls * (u.neg ? -sa : sa);
   }
+  // mmq.cu: the codes times ls (at most 15: a signed byte) and the delta's +-ls as the min
+  // bytes, so part 0 = 8 x the scaled codes' mma sum + the mins' (scaled_mul, mins_at 0):
+  // the CPU's 8 sum + sum_shift, the same integer
+  static constexpr int scaled_sign = 1, scaled_mul = 8, mins_at = 0;
+  GK_Q8_MEMBER static void scale_codes(wc& u) {
+GK_Q8_UNROLL
+    for (int i = 0; i < 8; ++i) u.q[i] = trits_times(u.q[i], static_cast<unsigned>(u.ls));
+  }
+  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int) {
+    return (static_cast<unsigned>(u.neg ? -u.ls : u.ls) & 0xffu) * 0x01010101u;
+  }
   // d * d(a) * (float(total) * delta)
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
@@ -988,6 +1006,18 @@ GK_Q8_UNROLL
       sg[g] = (u.neg >> g) & 1u ? -sa : sa;
     }
     p[0] = u.ls0 * (8 * dot8(u.q, x, 0, 4) + sg[0] + sg[1]) + u.ls1 * (8 * dot8(u.q, x, 4, 4) + sg[2] + sg[3]);
+  }
+  // mmq.cu, as iq1_s's: the codes times their half's ls, and as the min byte of word w
+  // (group w / 2 of 8 codes, half w / 4) its group's +-ls: part 0 = 8 x the first mma's sum +
+  // the second's, with no group sums of the activations
+  static constexpr int scaled_sign = 1, scaled_mul = 8, mins_at = 0;
+  GK_Q8_MEMBER static void scale_codes(wc& u) {
+GK_Q8_UNROLL
+    for (int i = 0; i < 8; ++i) u.q[i] = trits_times(u.q[i], static_cast<unsigned>(i < 4 ? u.ls0 : u.ls1));
+  }
+  GK_Q8_MEMBER static unsigned min_bytes(const wc& u, int w) {
+    const int ls = w < 4 ? u.ls0 : u.ls1;
+    return (static_cast<unsigned>((u.neg >> (w >> 1)) & 1u ? -ls : ls) & 0xffu) * 0x01010101u;
   }
   // d * d(a) * (float(total) * delta)
   template <class A>

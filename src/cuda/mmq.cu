@@ -16,13 +16,14 @@
 //     up to 64 columns copied beside them;
 //   - mma.sync m16n8k32 (s8 x s8 -> s32) gives each (row, column) the integer sum of a
 //     32-weight chunk, or two m16n8k16 its two 16-weight halves for the formats whose
-//     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, iq1_m, nvfp4);
+//     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, nvfp4);
 //   - the thread holding a (row, column) sum then runs the mat-vec's q8dot<W>::part and
 //     ::term on it, with the sums standing in for the dp4a ones (mma_x below), and adds the
 //     block term to its running sum, blocks in order;
 //   - except where a block's integer parts can be summed by the mmas themselves: the min
-//     part of q2_K / q4_K / q5_K by a second mma of the rows' mins (mmq_mins), and part 0
-//     of the formats whose codes unpack already times their scale (mmq_scaled): those
+//     part of q2_K / q4_K / q5_K (and iq1_s / iq1_m's delta part) by a second mma of the
+//     rows' mins (mmq_mins), and part 0 of the formats whose codes unpack already times
+//     their scale (mmq_scaled: q2_K, q3_K, tq1_0, tq2_0, iq1_s, iq1_m): those
 //     accumulate in the mma's registers, and only the block's end runs ::term.
 // So every output is the CPU's dot_row bit for bit: the same integers, the same float
 // operations per block (__fmul_rn and friends, no contraction), the same order of adding
@@ -47,7 +48,7 @@ namespace gk::cuda::q8 {
 // What q8dot<W>::part reads in place of a chunk's activation words: the chunk's integer
 // sums from the mma (s0 + s1 the whole chunk; for formats in halves, s0 and s1 the
 // halves) and the sums of its activation codes per group of 8 (gs[0 .. 3]; only for the
-// formats that ask: q4_1, q5_1, iq1_m). Found by argument-dependent lookup.
+// formats that ask: q4_1, q5_1). Found by argument-dependent lookup.
 struct mma_x {
   int s0, s1;
   int4 gs;  // one 16-byte shared load per (column, chunk) instead of four
@@ -107,11 +108,10 @@ int g_plant = 0;
 // formats whose block dot takes 16-weight sums
 template <class W>
 constexpr bool mmq_halves = W::id == type::q2_K || W::id == type::q3_K || W::id == type::q6_K ||
-                            W::id == type::iq2_xs || W::id == type::iq2_s || W::id == type::iq1_m ||
-                            W::id == type::nvfp4;
+                            W::id == type::iq2_xs || W::id == type::iq2_s || W::id == type::nvfp4;
 // formats whose block dot adds up activation codes
 template <class W>
-constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1 || W::id == type::iq1_m;
+constexpr bool mmq_gsums = W::id == type::q4_1 || W::id == type::q5_1;
 // of those, the formats whose term takes d(a) times the whole chunk's code sum (d_times_sum)
 template <class W>
 constexpr bool mmq_dsum = W::id == type::q4_1 || W::id == type::q5_1;
@@ -130,6 +130,15 @@ constexpr bool mmq_mins = requires { q8::q8dot<W>::mins_at; };
 // registers, and a chunk costs no integer arithmetic per output at all.
 template <class W>
 constexpr bool mmq_scaled = requires(typename q8::q8dot<W>::wc& u) { q8::q8dot<W>::scale_codes(u); };
+// Part 0 = scaled_mul x scaled_sign x the scaled codes' sum, plus the mins' sum where
+// mins_at is 0: iq1_s and iq1_m (codes times their scale, at most 15; the delta's signed
+// scale as the min bytes of each word; the CPU's 8 sum + sum_shift). It took iq1_m from the
+// 16-weight sums and the activations' group sums (254 registers) to two mmas a chunk.
+template <class W>
+constexpr int mmq_scaled_mul() {
+  if constexpr (requires { q8::q8dot<W>::scaled_mul; }) return q8::q8dot<W>::scaled_mul;
+  else return 1;
+}
 // Measured and not kept (H200, N 512, M 4096 / 14336, TFLOP/s): q4_K and q5_K split the same
 // way (scale = 8 hi + lo, two tiles of codes times hi and times lo, two unsigned-A mmas a
 // chunk, part 0 = 8 x the first + the second): q4_K 109 / 114 -> 100 / 105, q5_K 102 / 106
@@ -159,13 +168,17 @@ constexpr bool mmq_running = requires { requires q8::q8dot<W>::running; };
 // 14336; only q2_K gained, 64 -> 73): the A fragments then serve half as many mmas.
 template <class W>
 constexpr int mmq_ni = q8::q8dot<W>::np >= 3 && !mmq_running<W> ? 2 : 4;
-// mul_mat_id's kernel (IDS) of q4_K and q5_K: NI 2 on the capped 8-warp kernel, 64
+// mul_mat_id's kernel (IDS) of the 8-warp formats: NI 2 on the capped 8-warp kernel, 64
 // columns a block. An expert's columns are a few groups with a partial last one, which the
 // narrower block wastes less of (H200, 8 experts of 14336 x 4096, 2 a token, 512 tokens,
-// TFLOP/s: q4_K 69 -> 83, q5_K 62 -> 75); on mul_mat NI 2 lost (q4_K 121 / 125 -> 103 /
-// 111, q5_K 102 / 106 -> 92 / 99 at M 4096 / 14336).
+// TFLOP/s: q4_K 69 -> 83, q5_K 62 -> 75; later iq4_xs 86 -> 98, iq2_xxs 91 -> 101, iq3_s
+// 84 -> 92, iq2_xs 76 -> 87, iq1_s 82 -> 95, iq1_m 74 -> 90); on mul_mat NI 2 lost (q4_K
+// 121 / 125 -> 103 / 111, q5_K 102 / 106 -> 92 / 99 at M 4096 / 14336).
 template <class W>
-constexpr bool mmq_ids_narrow = W::id == type::q4_K || W::id == type::q5_K;
+constexpr bool mmq_ids_narrow = W::id == type::q4_K || W::id == type::q5_K || W::id == type::iq4_xs ||
+                                W::id == type::iq2_xxs || W::id == type::iq2_xs || W::id == type::iq2_s ||
+                                W::id == type::iq3_xxs || W::id == type::iq3_s || W::id == type::iq1_s ||
+                                W::id == type::iq1_m;
 template <class W, bool IDS>
 constexpr int mmq_ni_of = IDS && mmq_ids_narrow<W> ? 2 : mmq_ni<W>;
 template <class W, int WN, bool IDS = false>
@@ -227,11 +240,12 @@ constexpr bool mmq_staged = mmq_wn_default<W> == 4;
 // q4_K (221 registers uncapped) fell 79 / 83 -> 74 / 68, q5_K 74 / 77 -> 71 / 65, iq1_m 49 /
 // 50 -> 47 / 48: they stayed at one block an SM. Since mmq_mins (183 registers uncapped),
 // q4_K gains from the cap despite 272 bytes of spills (109 / 114 -> 121 / 126, mul_mat_id
-// 66 -> 70); q5_K does not (102 / 106 -> 102 / 96) and stays uncapped.
+// 66 -> 70); q5_K does not (102 / 106 -> 102 / 96) and stays uncapped. iq1_m, at 157
+// registers since its codes are scaled (mmq_scaled_mul), gains too: 124 / 135 -> 145 / 158.
 template <class W>
 constexpr bool mmq_wide_occ = W::id == type::q4_K || W::id == type::iq4_xs || W::id == type::iq2_xxs || W::id == type::iq3_xxs ||
                               W::id == type::iq3_s || W::id == type::iq2_xs || W::id == type::iq1_s ||
-                              W::id == type::iq2_s;
+                              W::id == type::iq2_s || W::id == type::iq1_m;
 
 // words of a chunk's fields past its codes (q8dot<W>::wc after unsigned q[8])
 template <class W>
@@ -585,8 +599,9 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         if constexpr (MINS) {  // the chunk's min part: the rows' mins (A) x the codes (B)
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi) {
-            const unsigned am[4] = {Q::min_bytes(u[mi][0], 0), Q::min_bytes(u[mi][1], 0), Q::min_bytes(u[mi][0], 1),
-                                    Q::min_bytes(u[mi][1], 1)};
+            // A's registers: rows g and g + 8, words t and t + 4 of the chunk
+            const unsigned am[4] = {Q::min_bytes(u[mi][0], t), Q::min_bytes(u[mi][1], t), Q::min_bytes(u[mi][0], t + 4),
+                                    Q::min_bytes(u[mi][1], t + 4)};
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) mma_k32_acc(pm[mi][ni], am, bf[ni]);
           }
@@ -603,7 +618,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
               int tp[NP];
 #pragma unroll
               for (int k = 0; k < NP; ++k) tp[k] = k == MP ? pm[mi][ni][e] : 0;
-              tp[0] = Q::scaled_sign * ps[mi][ni][e];  // part 0; any other is the mins' (MP)
+              // part 0 (with the mins' where MP is 0); any other is the mins' (MP)
+              tp[0] = mmq_scaled_mul<W>() * Q::scaled_sign * ps[mi][ni][e] + (MP == 0 ? pm[mi][ni][e] : 0);
               if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, tp);
               ps[mi][ni][e] = 0;
               pm[mi][ni][e] = 0;

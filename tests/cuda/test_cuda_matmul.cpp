@@ -734,6 +734,7 @@ TEST_CASE("cuda matvec_q8 control: a mat-vec that drops each row's last block mu
   q8_matvec_formats(512, 3);
   CHECK(mmq_mismatches<gk::formats::q4_K>(512, 67, 20, 1) == 0);  // mmq drops it too
   CHECK(mmq_mismatches<gk::formats::q4_0>(160, 67, 20, 1) == 0);
+  CHECK(mmq_mismatches<gk::formats::iq1_m>(512, 67, 20, 1) == 0);  // scaled codes and mins by mma
   gk::cuda::mmq_pre_mode(1);  // and with the weights unpacked first
   CHECK(mmq_mismatches<gk::formats::q8_0>(160, 67, 20, 1) == 0);
   CHECK(mmq_mismatches<gk::formats::q6_K>(512, 67, 20, 1) == 0);

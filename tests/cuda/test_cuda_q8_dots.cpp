@@ -425,9 +425,10 @@ TEST_CASE("matvec_q8 block dots control: codes off by one must fail", "[.control
 
 // ---- the int8 prompt's way of summing a block's integer parts (src/cuda/mmq.cu) ----
 // mmq_mins: the min part (part mins_at) as the sum over the block's chunks and words of
-// the s8 x s8 products of q8dot::min_bytes(u, half) with the activation words, as the
+// the s8 x s8 products of q8dot::min_bytes(u, word) with the activation words, as the
 // second mma forms it. mmq_scaled: part 0 as the same sum with the codes after
-// q8dot::scale_codes, times scaled_sign. The other parts as part() gives them; the term
+// q8dot::scale_codes, times scaled_sign and scaled_mul (iq1_s, iq1_m: 8), plus the min part
+// where mins_at is 0. The other parts as part() gives them; the term
 // from the last chunk's fields, as the kernel reads them at a block's end. Compared with
 // W::dot by bits (the device suite checks the kernels themselves).
 namespace {
@@ -435,6 +436,11 @@ template <class Q>
 constexpr bool q_mins = requires { Q::mins_at; };
 template <class Q>
 constexpr bool q_scaled = requires(typename Q::wc& u) { Q::scale_codes(u); };
+template <class Q>
+constexpr int q_scaled_mul() {
+  if constexpr (requires { Q::scaled_mul; }) return Q::scaled_mul;
+  else return 1;
+}
 
 template <class W, class Q = q8::q8dot<W>>
 int mmq_sum_mismatches(int trials) {
@@ -463,11 +469,15 @@ int mmq_sum_mismatches(int trials) {
         for (int i = 0; i < 8; ++i) ps = __dp4a(static_cast<int>(u.q[i]), xw[i], ps);
       }
       if constexpr (q_mins<Q>)
-        for (int i = 0; i < 8; ++i) pm = __dp4a(static_cast<int>(Q::min_bytes(u, i / 4)), xw[i], pm);  // word i: half i / 4
+        for (int i = 0; i < 8; ++i) pm = __dp4a(static_cast<int>(Q::min_bytes(u, i)), xw[i], pm);
       last = u;
     }
-    if constexpr (q_scaled<Q>) total[0] = Q::scaled_sign * ps;
     if constexpr (q_mins<Q>) total[Q::mins_at] = pm;
+    if constexpr (q_scaled<Q>) {
+      int mins0 = 0;
+      if constexpr (q_mins<Q>) mins0 = Q::mins_at == 0 ? pm : 0;
+      total[0] = q_scaled_mul<Q>() * Q::scaled_sign * ps + mins0;
+    }
     const float got = Q::term(last, ac, 0, total);
     if (std::memcmp(&got, &want, 4) != 0) {
       if (bad < 3) UNSCOPED_INFO(gk::name(W::id) << " trial " << t << ": cpu " << want << ", mmq's sums " << got);
@@ -477,9 +487,13 @@ int mmq_sum_mismatches(int trials) {
   return bad;
 }
 
-// controls: q2_K's mins of the other half; q3_K's scaled codes taken with the wrong sign
+// controls: q2_K's mins of the other half; q3_K's scaled codes taken with the wrong sign;
+// iq1_m's delta signs of the neighbouring group
 struct q2_K_mins_other_half : q8::q8dot<F::q2_K> {
-  static unsigned min_bytes(const wc& u, int h) { return q8::q8dot<F::q2_K>::min_bytes(u, h ^ 1); }
+  static unsigned min_bytes(const wc& u, int w) { return q8::q8dot<F::q2_K>::min_bytes(u, w ^ 4); }
+};
+struct iq1_m_mins_other_group : q8::q8dot<F::iq1_m> {
+  static unsigned min_bytes(const wc& u, int w) { return q8::q8dot<F::iq1_m>::min_bytes(u, w ^ 2); }
 };
 struct q3_K_scaled_unsigned : q8::q8dot<F::q3_K> {
   static constexpr int scaled_sign = 1;
@@ -504,7 +518,7 @@ TEST_CASE("mmq's block sums by mma (mins, scaled codes) equal W::dot bit for bit
             ...);
       },
       gk::formats::all{});
-  CHECK(served == 6);  // q2_K, q3_K, q4_K, q5_K (mins or scaled), tq1_0, tq2_0 (scaled)
+  CHECK(served == 8);  // q2_K, q3_K, q4_K, q5_K, iq1_s, iq1_m (mins or scaled), tq1_0, tq2_0 (scaled)
 }
 
 TEST_CASE("mmq block sums control: q2_K's mins of the other half must fail", "[.control]") {
@@ -513,6 +527,10 @@ TEST_CASE("mmq block sums control: q2_K's mins of the other half must fail", "[.
 
 TEST_CASE("mmq block sums control: q3_K's scaled codes with the wrong sign must fail", "[.control]") {
   CHECK(mmq_sum_mismatches<F::q3_K, q3_K_scaled_unsigned>(50) == 0);
+}
+
+TEST_CASE("mmq block sums control: iq1_m's delta signs of the neighbouring group must fail", "[.control]") {
+  CHECK(mmq_sum_mismatches<F::iq1_m, iq1_m_mins_other_group>(50) == 0);
 }
 
 // ---- the byte tricks, against their plain definitions ----
@@ -576,6 +594,34 @@ TEST_CASE("sub_bytes is the byte-wise subtraction for codes below 128", "[cuda][
     INFO("constant " << c);
     CHECK(bad == 0);
   }
+}
+
+namespace {
+// trits_times against s x byte, each byte's product mod 256: every word of bytes in {-1, 0,
+// 1} (81) and every scale 1 .. 15; the words that differ
+template <class F>
+int trit_mismatches(F times) {
+  int bad = 0;
+  for (int k = 0; k < 81; ++k)
+    for (unsigned s = 1; s <= 15; ++s) {
+      unsigned q = 0, want = 0;
+      for (int i = 0, r = k; i < 4; ++i, r /= 3) {
+        const int t = r % 3 - 1;
+        q |= (static_cast<unsigned>(t) & 0xffu) << (8 * i);
+        want |= (static_cast<unsigned>(t * static_cast<int>(s)) & 0xffu) << (8 * i);
+      }
+      bad += times(q, s) != want;
+    }
+  return bad;
+}
+}  // namespace
+
+TEST_CASE("trits_times multiplies bytes of -1, 0, 1 by a scale byte-wise", "[cuda][q8]") {
+  CHECK(trit_mismatches([](unsigned q, unsigned s) { return q8::trits_times(q, s); }) == 0);
+}
+
+TEST_CASE("trits_times control: the plain product (a -1 byte carries) must fail", "[.control]") {
+  CHECK(trit_mismatches([](unsigned q, unsigned s) { return q * s; }) == 0);
 }
 
 TEST_CASE("lookup8 gives each nibble's table entry, low nibbles then high", "[cuda][q8]") {
