@@ -1150,6 +1150,14 @@ GK_Q8_UNROLL
 template <class W>
 concept has_q8dot = requires { q8dot<W>::ch; };
 
+// mmq.cu's factor on a block's scaled codes' sum (q8dot::scaled_mul, iq1_s / iq1_m: 8);
+// 1 where the format has none
+template <class Q>
+constexpr int scaled_mul_of() {
+  if constexpr (requires { Q::scaled_mul; }) return Q::scaled_mul;
+  else return 1;
+}
+
 #if !defined(GK_Q8_HOST)
 // ---- activation encoders: W::encode restated for a warp ----------------------------------
 

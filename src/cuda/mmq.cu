@@ -130,15 +130,11 @@ constexpr bool mmq_mins = requires { q8::q8dot<W>::mins_at; };
 // registers, and a chunk costs no integer arithmetic per output at all.
 template <class W>
 constexpr bool mmq_scaled = requires(typename q8::q8dot<W>::wc& u) { q8::q8dot<W>::scale_codes(u); };
-// Part 0 = scaled_mul x scaled_sign x the scaled codes' sum, plus the mins' sum where
-// mins_at is 0: iq1_s and iq1_m (codes times their scale, at most 15; the delta's signed
-// scale as the min bytes of each word; the CPU's 8 sum + sum_shift). It took iq1_m from the
-// 16-weight sums and the activations' group sums (254 registers) to two mmas a chunk.
-template <class W>
-constexpr int mmq_scaled_mul() {
-  if constexpr (requires { q8::q8dot<W>::scaled_mul; }) return q8::q8dot<W>::scaled_mul;
-  else return 1;
-}
+// Part 0 = scaled_mul x scaled_sign x the scaled codes' sum (q8::scaled_mul_of), plus the
+// mins' sum where mins_at is 0: iq1_s and iq1_m (codes times their scale, at most 15; the
+// delta's signed scale as the min bytes of each word; the CPU's 8 sum + sum_shift). It took
+// iq1_m from the 16-weight sums and the activations' group sums (254 registers) to two mmas
+// a chunk.
 // Measured and not kept (H200, N 512, M 4096 / 14336, TFLOP/s): q4_K and q5_K split the same
 // way (scale = 8 hi + lo, two tiles of codes times hi and times lo, two unsigned-A mmas a
 // chunk, part 0 = 8 x the first + the second): q4_K 109 / 114 -> 100 / 105, q5_K 102 / 106
@@ -241,7 +237,7 @@ constexpr bool mmq_staged = mmq_wn_default<W> == 4;
 // 50 -> 47 / 48: they stayed at one block an SM. Since mmq_mins (183 registers uncapped),
 // q4_K gains from the cap despite 272 bytes of spills (109 / 114 -> 121 / 126, mul_mat_id
 // 66 -> 70); q5_K does not (102 / 106 -> 102 / 96) and stays uncapped. iq1_m, at 157
-// registers since its codes are scaled (mmq_scaled_mul), gains too: 124 / 135 -> 145 / 158.
+// registers since its codes are scaled (scale_codes), gains too: 124 / 135 -> 145 / 158.
 template <class W>
 constexpr bool mmq_wide_occ = W::id == type::q4_K || W::id == type::iq4_xs || W::id == type::iq2_xxs || W::id == type::iq3_xxs ||
                               W::id == type::iq3_s || W::id == type::iq2_xs || W::id == type::iq1_s ||
@@ -619,7 +615,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
               for (int k = 0; k < NP; ++k) tp[k] = k == MP ? pm[mi][ni][e] : 0;
               // part 0 (with the mins' where MP is 0); any other is the mins' (MP)
-              tp[0] = mmq_scaled_mul<W>() * Q::scaled_sign * ps[mi][ni][e] + (MP == 0 ? pm[mi][ni][e] : 0);
+              tp[0] = q8::scaled_mul_of<Q>() * Q::scaled_sign * ps[mi][ni][e] + (MP == 0 ? pm[mi][ni][e] : 0);
               if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, tp);
               ps[mi][ni][e] = 0;
               pm[mi][ni][e] = 0;

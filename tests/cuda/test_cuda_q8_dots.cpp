@@ -436,11 +436,6 @@ template <class Q>
 constexpr bool q_mins = requires { Q::mins_at; };
 template <class Q>
 constexpr bool q_scaled = requires(typename Q::wc& u) { Q::scale_codes(u); };
-template <class Q>
-constexpr int q_scaled_mul() {
-  if constexpr (requires { Q::scaled_mul; }) return Q::scaled_mul;
-  else return 1;
-}
 
 template <class W, class Q = q8::q8dot<W>>
 int mmq_sum_mismatches(int trials) {
@@ -476,7 +471,7 @@ int mmq_sum_mismatches(int trials) {
     if constexpr (q_scaled<Q>) {
       int mins0 = 0;
       if constexpr (q_mins<Q>) mins0 = Q::mins_at == 0 ? pm : 0;
-      total[0] = q_scaled_mul<Q>() * Q::scaled_sign * ps + mins0;
+      total[0] = q8::scaled_mul_of<Q>() * Q::scaled_sign * ps + mins0;
     }
     const float got = Q::term(last, ac, 0, total);
     if (std::memcmp(&got, &want, 4) != 0) {
