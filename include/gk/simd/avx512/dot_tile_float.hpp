@@ -307,12 +307,12 @@ namespace gk {
     simd::avx512_float_tile::task(w, a, nc, n, out, fma);                                                   \
   }
 
-#define GK_AVX512_FLOAT_TILE(fmt, path, extra)                                                                       \
+#define GK_AVX512_FLOAT_TILE(fmt, path, nr, extra)                                                                    \
   template <>                                                                                                 \
   struct dot_tile<formats::fmt, simd::avx512> {                                                               \
     static constexpr bool specialised = true, decode = path == decode_path::tile;                             \
     static constexpr bool decode_on_intel = path == decode_path::tile_on_intel;                               \
-    static constexpr int rows = 4, cols = 4;                                                                  \
+    static constexpr int rows = nr, cols = 4;                                                                 \
     template <int R, int C>                                                                                   \
     static void run(const formats::fmt::block* const* w, const formats::fmt::block* const* a, std::int64_t n, \
                     float* out, const void* = nullptr, std::size_t = 0) {                                     \
@@ -330,9 +330,20 @@ namespace gk {
 // and keep their row dots there; on an Intel Xeon (Emerald Rapids share, one thread) the
 // tile was faster cache-resident (4096 x 4096, GFLOP/s: f16 26.2 -> 29.2, bf16 26.1 ->
 // 30.9) and equal from memory (4096 x 65536: 11.8-12.2 against 11.7-12.0).
-GK_AVX512_FLOAT_TILE(f32, decode_path::tile, )
-GK_AVX512_FLOAT_TILE(f16, decode_path::tile_on_intel, GK_AVX512_FLOAT_TASK(f16))
-GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel, GK_AVX512_FLOAT_TASK(bf16))
+// nr: the rows a tile takes (a column of decode goes nr rows at a time; f32's prompt tiles
+// are nr x 4 too, f16's and bf16's take whole tasks, GK_AVX512_FLOAT_TASK). f16 and bf16
+// take 2: each row is still its own chain of adds, and two chains of 16 lanes outrun the
+// rows' arrival, from L3 as from memory, with half the streams in flight. Intel Xeon
+// (Sapphire Rapids class, KVM, 2 cores), bench_matmul N 1, gk/ref, 4 -> 2 rows, two rounds
+// of three binaries alternating, one / two threads: 4096 x 4096 f16 0.91-0.94 / 0.94-0.96
+// -> 1.00 / 1.03-1.04, bf16 0.91-0.99 / 0.91-0.96 -> 1.07-1.11 / 1.07-1.10; from >= 1 GiB
+// f16 0.89-0.91 / 0.89-0.91 -> 0.92-0.94 / 0.93-0.94, bf16 1.16-1.28 -> 1.22-1.24. f32 at 2
+// rows lost its prompt (N 64, 0.98-1.05 -> 0.75-0.83) and from memory (0.97-1.03 -> 0.92-
+// 0.95), so it keeps 4. Each row's prefetch carried on into the next call's row once its
+// own row ends (instead of 12 KiB ahead in memory order) measured no better.
+GK_AVX512_FLOAT_TILE(f32, decode_path::tile, 4, )
+GK_AVX512_FLOAT_TILE(f16, decode_path::tile_on_intel, 2, GK_AVX512_FLOAT_TASK(f16))
+GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel, 2, GK_AVX512_FLOAT_TASK(bf16))
 
 #undef GK_AVX512_FLOAT_TILE
 #undef GK_AVX512_FLOAT_TASK
