@@ -258,10 +258,86 @@ inline void task_chunk(const float* wb, const float* const* a, int nc, std::int6
     }
   }
 }
+// R weight rows read as they lie (widened a vector at a time) by C widened columns, each
+// row prefetched row_prefetch_bytes ahead as the one-column tile does: out[r * ld + c].
+// A task of 2-4 columns goes 4 rows at a time through it (task_small) instead of widening
+// its 16 rows a chunk at a time: with so few columns, the chunk's 16 rows of 512 bytes
+// each were 16 short streams, and the loads that widened them waited on memory (perf
+// record: half of the task's samples on the stores after those loads); the chunk buffer
+// with a prefetch of the next chunk, or chunks of 1024 and 4096, measured slower. Intel Xeon
+// (Sapphire Rapids class, KVM, 2 cores), bench_matmul 4096 x 4096, gk/ref, one / two
+// threads, two rounds alternating binaries: f16 N 2 0.66-0.67 / 0.68-0.71 -> 0.83-0.84 /
+// 0.85-0.86, N 3 0.66-0.67 / 0.70-0.72 -> 0.87-0.90 / 0.87-0.94, N 4 0.77-0.78 / 0.80-0.81
+// -> 0.94-0.97 / 0.99-1.00; bf16 N 2 0.47-0.51 / 0.52 -> 0.62-0.65 / 0.64, N 3 0.49 / 0.50-
+// 0.52 -> 0.62-0.63 / 0.65, N 4 0.60-0.62 / 0.62-0.65 -> 0.68-0.69 / 0.71. Below 1.0 still:
+// the reference (its sgemm, 4 x 2 register tiles on the 16-bit activations) reads 16-bit
+// columns, half the bytes of ours widened; reading the panel's 16-bit columns here and
+// widening them per vector measured f16 N 2 0.87-0.91 (bf16 worse, 0.58-0.62): not taken.
+// Two rows a call measured the same at N 2 and slower at N 3-4; prefetching into L2, or
+// 6 KiB or 24 KiB ahead, the same.
+template <class B, int R, int C, bool Fma>
+inline void rows_direct(const B* const* w, const float* const* a, std::int64_t n, float* out, int ld) {
+  static_assert(R * C <= 16);
+  constexpr std::int64_t line = 64 / sizeof(B);
+  __m512 acc[R * C];
+#pragma GCC unroll 16
+  for (int j = 0; j < R * C; ++j) acc[j] = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (i % line == 0)
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) prefetch<0>(reinterpret_cast<const char*>(w[r] + i) + row_prefetch_bytes);
+    __m512 wv[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, 0xffff);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      const __m512 av = _mm512_loadu_ps(a[c] + i);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        acc[r * C + c] = Fma ? _mm512_fmadd_ps(wv[r], av, acc[r * C + c]) : _mm512_add_ps(acc[r * C + c], _mm512_mul_ps(wv[r], av));
+    }
+  }
+  if (const int rem = static_cast<int>(n - i); rem > 0) {
+    const auto m = static_cast<__mmask16>((1u << rem) - 1);
+    __m512 wv[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, m);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      const __m512 av = _mm512_maskz_loadu_ps(m, a[c] + i);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+        acc[r * C + c] = Fma ? _mm512_mask3_fmadd_ps(wv[r], av, acc[r * C + c], m)
+                             : _mm512_mask_add_ps(acc[r * C + c], m, acc[r * C + c], _mm512_mul_ps(wv[r], av));
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) out[r * ld + c] = reduce_lanes16(acc[r * C + c]);
+}
+template <class B, int C, bool Fma>
+inline void task_direct(const B* const* w, const float* const* a, std::int64_t n, float* out) {
+  constexpr int R = 4;
+  for (int r0 = 0; r0 < 16; r0 += R) rows_direct<B, R, C, Fma>(w + r0, a, n, out + r0 * C, C);
+}
+template <class B, bool Fma>
+inline bool task_small(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
+  switch (nc) {
+    case 2: task_direct<B, 2, Fma>(w, a, n, out); return true;
+    case 3: task_direct<B, 3, Fma>(w, a, n, out); return true;
+    case 4: task_direct<B, 4, Fma>(w, a, n, out); return true;
+    default: return false;
+  }
+}
+
 // out[r * nc + c] = float_row_dot(w[r], the activation column widened at a[c], n), 16 rows,
 // 1 <= nc <= 8; fma: every product exact (fma_exact; always for f16)
 template <class B>
 inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, bool fma) {
+  if (fma || std::is_same_v<B, gk::f16> ? task_small<B, true>(w, a, nc, n, out) : task_small<B, false>(w, a, nc, n, out))
+    return;
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
 #pragma GCC unroll 16
