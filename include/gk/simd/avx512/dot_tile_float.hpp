@@ -47,16 +47,20 @@ using namespace gk::simd::avx512_ops;
 // f16 100 -> 151 GFLOP/s (0.73 -> 1.08-1.10 of the reference), two runs. Not for f32 (its
 // products round) or bf16 (exact too, but a product below 2^-126 rounds in the definition
 // and not in an FMA).
-template <class B>
+template <bool Fma>
 inline __m512 step(__m512 acc, __m512 w, __m512 a) {
-  if constexpr (std::is_same_v<B, gk::f16>) return _mm512_fmadd_ps(w, a, acc);
+  if constexpr (Fma) return _mm512_fmadd_ps(w, a, acc);
   else return _mm512_add_ps(acc, _mm512_mul_ps(w, a));
 }
-template <class B>
+template <bool Fma>
 inline __m512 step_masked(__m512 acc, __m512 w, __m512 a, __mmask16 m) {  // lanes off m keep acc
-  if constexpr (std::is_same_v<B, gk::f16>) return _mm512_mask3_fmadd_ps(w, a, acc, m);
+  if constexpr (Fma) return _mm512_mask3_fmadd_ps(w, a, acc, m);
   else return _mm512_mask_add_ps(acc, m, acc, _mm512_mul_ps(w, a));
 }
+// an activation vector: a column of the format itself, or one widened to f32 (task_small)
+template <class B>
+inline __m512 act16(const B* p, __mmask16 m) { return load_f32x16(p, m); }
+inline __m512 act16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 
 // R x C with R * C <= 16: out[r * C + c] = float_row_dot(w[r], a[c], n), bit for bit.
 // One column (decode) of f16 or bf16 prefetches each row row_prefetch_bytes ahead, as the
@@ -69,8 +73,11 @@ inline __m512 step_masked(__m512 acc, __m512 w, __m512 a, __mmask16 m) {  // lan
 // Decode of a model reads its weights from memory, so they are taken. Not f32 (from memory
 // 9.8-13.8 / 18.0-24.6 -> 12.9-13.2 / 20.3-26.3, cache-resident two threads 24.0-24.5 ->
 // 21.4-21.8).
-template <class B, int R, int C>
-inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* out) {
+// The loop behind tile and task_small: Fma says how a product is added (f16 always; bf16
+// where its ranges allow), Prefetch whether each row is prefetched ahead, AT is the
+// activations' type (B, or f32 widened once per panel).
+template <class B, int R, int C, bool Fma, bool Prefetch, class AT>
+inline void rows_tile(const B* const* w, const AT* const* a, std::int64_t n, float* out) {
   static_assert(R * C <= 16 && R >= 1 && C >= 1);
   constexpr std::int64_t line = 64 / sizeof(B);  // elements a cache line
   static_assert(line % 16 == 0);
@@ -79,7 +86,7 @@ inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* ou
   for (int j = 0; j < R * C; ++j) acc[j] = _mm512_setzero_ps();
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    if constexpr (C == 1 && sizeof(B) == 2) {
+    if constexpr (Prefetch) {
       if (i % line == 0)
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) prefetch<0>(reinterpret_cast<const char*>(w[r] + i) + row_prefetch_bytes);
@@ -89,9 +96,9 @@ inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* ou
     for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, 0xffff);
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const __m512 av = load_f32x16(a[c] + i, 0xffff);
+      const __m512 av = act16(a[c] + i, 0xffff);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r * C + c] = step<B>(acc[r * C + c], wv[r], av);
+      for (int r = 0; r < R; ++r) acc[r * C + c] = step<Fma>(acc[r * C + c], wv[r], av);
     }
   }
   if (const int rem = static_cast<int>(n - i); rem > 0) {
@@ -101,13 +108,17 @@ inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* ou
     for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, m);
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const __m512 av = load_f32x16(a[c] + i, m);
+      const __m512 av = act16(a[c] + i, m);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r * C + c] = step_masked<B>(acc[r * C + c], wv[r], av, m);
+      for (int r = 0; r < R; ++r) acc[r * C + c] = step_masked<Fma>(acc[r * C + c], wv[r], av, m);
     }
   }
 #pragma GCC unroll 16
   for (int j = 0; j < R * C; ++j) out[j] = reduce_lanes16(acc[j]);
+}
+template <class B, int R, int C>
+inline void tile(const B* const* w, const B* const* a, std::int64_t n, float* out) {
+  rows_tile<B, R, C, std::is_same_v<B, gk::f16>, C == 1 && sizeof(B) == 2>(w, a, n, out);
 }
 
 // Any R x C: column blocks of at most 16 / R columns (R <= 16).
@@ -258,9 +269,8 @@ inline void task_chunk(const float* wb, const float* const* a, int nc, std::int6
     }
   }
 }
-// R weight rows read as they lie (widened a vector at a time) by C widened columns, each
-// row prefetched row_prefetch_bytes ahead as the one-column tile does: out[r * ld + c].
-// A task of 2-4 columns goes 4 rows at a time through it (task_small) instead of widening
+// A task of 2-4 columns goes 4 rows at a time through rows_tile (the rows read as they lie
+// and prefetched ahead, the columns widened once per panel) instead of widening
 // its 16 rows a chunk at a time: with so few columns, the chunk's 16 rows of 512 bytes
 // each were 16 short streams, and the loads that widened them waited on memory (perf
 // record: half of the task's samples on the stores after those loads); the chunk buffer
@@ -275,52 +285,10 @@ inline void task_chunk(const float* wb, const float* const* a, int nc, std::int6
 // widening them per vector measured f16 N 2 0.87-0.91 (bf16 worse, 0.58-0.62): not taken.
 // Two rows a call measured the same at N 2 and slower at N 3-4; prefetching into L2, or
 // 6 KiB or 24 KiB ahead, the same.
-template <class B, int R, int C, bool Fma>
-inline void rows_direct(const B* const* w, const float* const* a, std::int64_t n, float* out, int ld) {
-  static_assert(R * C <= 16);
-  constexpr std::int64_t line = 64 / sizeof(B);
-  __m512 acc[R * C];
-#pragma GCC unroll 16
-  for (int j = 0; j < R * C; ++j) acc[j] = _mm512_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    if (i % line == 0)
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) prefetch<0>(reinterpret_cast<const char*>(w[r] + i) + row_prefetch_bytes);
-    __m512 wv[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, 0xffff);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      const __m512 av = _mm512_loadu_ps(a[c] + i);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-        acc[r * C + c] = Fma ? _mm512_fmadd_ps(wv[r], av, acc[r * C + c]) : _mm512_add_ps(acc[r * C + c], _mm512_mul_ps(wv[r], av));
-    }
-  }
-  if (const int rem = static_cast<int>(n - i); rem > 0) {
-    const auto m = static_cast<__mmask16>((1u << rem) - 1);
-    __m512 wv[R];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) wv[r] = load_f32x16(w[r] + i, m);
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) {
-      const __m512 av = _mm512_maskz_loadu_ps(m, a[c] + i);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-        acc[r * C + c] = Fma ? _mm512_mask3_fmadd_ps(wv[r], av, acc[r * C + c], m)
-                             : _mm512_mask_add_ps(acc[r * C + c], m, acc[r * C + c], _mm512_mul_ps(wv[r], av));
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-    for (int c = 0; c < C; ++c) out[r * ld + c] = reduce_lanes16(acc[r * C + c]);
-}
 template <class B, int C, bool Fma>
 inline void task_direct(const B* const* w, const float* const* a, std::int64_t n, float* out) {
   constexpr int R = 4;
-  for (int r0 = 0; r0 < 16; r0 += R) rows_direct<B, R, C, Fma>(w + r0, a, n, out + r0 * C, C);
+  for (int r0 = 0; r0 < 16; r0 += R) rows_tile<B, R, C, Fma, true>(w + r0, a, n, out + r0 * C);
 }
 template <class B, bool Fma>
 inline bool task_small(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
