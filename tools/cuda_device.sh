@@ -6,6 +6,7 @@
 #   bash tools/cuda_device.sh bench   also build the reference's CUDA backend from the
 #                                     source carried in .devcarry/ggml and run benchmarks/cuda
 #   bash tools/cuda_device.sh all     both
+# GK_REF_BUILD_S bounds the reference's build (seconds); past it the benchmark runs gk alone.
 # .devcarry (ignored, carried) holds catch2 and xsimd headers (the GPU machine has no
 # Debian packages) and, for bench, the reference's ggml folder. Logs go to $OUT.
 set -uo pipefail
@@ -26,11 +27,13 @@ if [[ -f .devcarry/refcuda.tar.part-aa ]]; then
   # a reference build an earlier call brought back (split into files the tool returns)
   mkdir -p "$refprefix" && cat .devcarry/refcuda.tar.part-* | tar -x -C "$refprefix"
 elif [[ "$mode" != test || -n "${GK_BUILD_REF:-}" ]] && [[ -d .devcarry/ggml ]]; then
+  # ggml configured on its own wants its pkg-config template, which the package lacks
+  [[ -f .devcarry/ggml/ggml.pc.in ]] || : >.devcarry/ggml/ggml.pc.in
   (cmake -S .devcarry/ggml -B /tmp/refcuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DGGML_CUDA_NCCL=OFF \
       -DBUILD_SHARED_LIBS=ON -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF \
       -DCMAKE_INSTALL_PREFIX=/tmp/refcuda-prefix &&
-    cmake --build /tmp/refcuda -j "$((jobs * 3 / 4))" && cmake --install /tmp/refcuda &&
+    timeout "${GK_REF_BUILD_S:-3000}" cmake --build /tmp/refcuda -j "$((jobs * 3 / 4))" && cmake --install /tmp/refcuda &&
     (cd "$refprefix" && tar -c lib include | split -b 15M - "$OUT/refcuda.tar.part-")) >"$OUT/ref-build.log" 2>&1 &
   refpid=$!
 fi
