@@ -99,6 +99,12 @@ concept tiled_tile = requires { requires D::tiled; };
 // D::run_task(w, wide, nc, k, out, fma).
 template <class D>
 concept task_tile = requires { requires D::task; };
+// A ranged task_tile that can also prove its products exact from the rows as it reads them,
+// adding by FMA where that proves it and by mul, add where not:
+// D::run_task_checked(w, wide, nc, k, out, panel_range). For a row block that meets one panel
+// only, where a separate pass for the row block's range would read its rows twice.
+template <class D>
+concept checked_task_tile = task_tile<D> && requires { &D::run_task_checked; };
 // A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
 // lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs) for
 // prompts of decoded_min_n columns or more: D::decoded_bytes(k) of scratch,
@@ -340,7 +346,8 @@ void decode_row_block(const tensor* a, std::int64_t row0, std::int64_t i2, std::
 // p into ycol[c][r]: W's tile where it serves (one column through a decode_tile, which
 // prefetches next_bytes at next as it goes), then single row dots.
 // A task_tile takes a whole row block of two or more columns from the panel's widened
-// columns; wcache, where given, keeps the row block's code range (0: not known yet).
+// columns; wcache, where given, keeps the row block's code range (0: not known yet); where
+// not, a checked_task_tile proves its products exact itself.
 template <BlockFormat W, simd::Target T, fault F = fault::none, class Wrow>
 void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* const* ycol, std::int64_t row0,
                       std::int64_t nr, std::int64_t nc, std::int64_t k, const char* next, std::size_t next_bytes,
@@ -351,6 +358,17 @@ void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* 
     if (nr == tile_rows && nc >= 2 && p.wide[0]) {
       const typename W::block* w[tile_rows];
       for (int j = 0; j < tile_rows; ++j) w[j] = wrow(row0 + j);
+      float o[tile_rows * tile_cols];
+      auto store = [&] {
+        for (int j = 0; j < tile_rows; ++j)
+          for (std::int64_t i = 0; i < nc; ++i) ycol[i][row0 + j] = o[j * nc + i];
+      };
+      if constexpr (checked_task_tile<tile>) {
+        if (!wcache && F != fault::unguarded_fma) {
+          tile::run_task_checked(w, p.wide, static_cast<int>(nc), k, o, p.range);
+          return store();
+        }
+      }
       bool fma = true;
       if constexpr (tile::ranged) {
         std::uint32_t wr = wcache ? *wcache : 0;
@@ -360,11 +378,8 @@ void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* 
         }
         fma = F == fault::unguarded_fma || tile::exact(wr, p.range);
       }
-      float o[tile_rows * tile_cols];
       tile::run_task(w, p.wide, static_cast<int>(nc), k, o, fma);
-      for (int j = 0; j < tile_rows; ++j)
-        for (std::int64_t i = 0; i < nc; ++i) ycol[i][row0 + j] = o[j * nc + i];
-      return;
+      return store();
     }
   }
   const bool decodes = tile_decodes<tile>();
@@ -471,11 +486,13 @@ void mul_mat(const exec& ex, tensor* dst) {
   auto* keys = ex.scr->get<std::int64_t>(3, 3 * static_cast<std::size_t>(group));
   std::fill(keys, keys + 3 * group, std::int64_t{-1});
   float* wide = widened ? ex.scr->get<float>(6, static_cast<std::size_t>(group * tile_cols * k)) : nullptr;
-  // a ranged task_tile's row block code ranges, by (row block, weight slab); 0: not known yet
+  // a ranged task_tile's row block code ranges, by (row block, weight slab); 0: not known yet.
+  // None where each row block meets one panel only (one column block, no broadcast slabs)
+  // and the tile proves its products exact as it goes (checked_task_tile).
   const std::int64_t a_slabs = a->ne[2] * a->ne[3];
   std::uint32_t* wcache = nullptr;
   if constexpr (task_tile<tile>) {
-    if (widened && tile::ranged) {
+    if (widened && tile::ranged && !(checked_task_tile<tile> && n_cb * r2 * r3 == 1)) {
       wcache = ex.scr->get<std::uint32_t>(7, static_cast<std::size_t>(n_rb * a_slabs));
       std::fill(wcache, wcache + n_rb * a_slabs, std::uint32_t{0});
     }

@@ -284,42 +284,80 @@ inline void task_chunk(const float* wb, const float* const* a, int nc, std::int6
 // columns, half the bytes of ours widened; reading the panel's 16-bit columns here and
 // widening them per vector measured f16 N 2 0.87-0.91 (bf16 worse, 0.58-0.62): not taken.
 // Two rows a call measured the same at N 2 and slower at N 3-4; prefetching into L2, or
-// 6 KiB or 24 KiB ahead, the same.
-template <class B, int C, bool Fma>
-inline void task_direct(const B* const* w, const float* const* a, std::int64_t n, float* out) {
+// 6 KiB or 24 KiB ahead, the same. No prefetch at all (2026-12-07, three rounds) was faster
+// where the rows sit in L3 (4096 x 4096, one thread: f16 N 2 0.83-0.88 -> 0.94-0.95, N 4
+// 0.95-0.96 -> 1.05-1.08; bf16 N 2 0.76-0.82 -> 0.86-0.87) and slower from memory (>= 1 GiB,
+// bench_matmul GK_BENCH_MEM_N=2 / 4, one / two threads, two rounds: f16 N 2 1.07-1.08 /
+// 1.09-1.10 -> 0.98-1.00 / 0.90-1.00, N 4 0.99-1.04 / 0.97-1.04 -> 0.78 / 0.79-0.81; bf16
+// N 2 0.98-1.00 / 1.01-1.02 -> 0.92-0.93 / 0.89-0.95): a model's weights come from memory,
+// so the prefetch stays.
+// How a task adds its products: by mul, add; by FMA (f16, or bf16 where the row block's and
+// the panel's ranges proved every product exact); or `checked` (bf16 where the row block
+// meets one panel only, cpu/matmul.hpp): a task of 5-8 columns by FMA chunk by chunk where
+// the chunk's codes, taken as they are widened, prove it against the panel's range `a`, else
+// by mul, add; one of 2-4 columns by mul, add. A separate pass over the row block for its
+// range read its rows twice: perf record (bf16 N 2, 4096 x 4096) put 11% of the run on it
+// against 13% on the task. Intel Xeon (Sapphire Rapids class, KVM), bench_matmul, gk/ref,
+// one / two threads, two rounds alternating binaries, that pass -> checked: N 6 0.69-0.72 /
+// 0.73 -> 0.84 / 0.86, N 8 0.83-0.84 / 0.84-0.85 -> 1.00-1.01 / 1.01-1.02, N 64 (two column
+// blocks and more keep the pass, once per matmul) the same. At 2-4 columns the tile is bound
+// by its vector instructions: by FMA with no range at all (not exact, measured as a bound)
+// 0.80-0.91, mul, add 0.66-0.81, by FMA with the rows' range taken in the same loop (4
+// instructions per 32 codes and row) 0.68-0.77; the pass -> mul, add: N 2 0.63-0.70 /
+// 0.66-0.73 -> 0.75-0.78 / 0.78-0.81, N 3 0.60-0.63 / 0.64-0.67 -> 0.66-0.69 / 0.71-0.74, N 4
+// 0.69-0.74 / 0.72-0.77 -> 0.70-0.72 / 0.72-0.75.
+struct adding {
+  enum how_t { mul_add, fma, checked } how;
+  std::uint32_t a = 0;  // checked: the panel's code range
+};
+
+template <class B, int C>
+inline void task_direct(const B* const* w, const float* const* a, std::int64_t n, float* out, adding add) {
   constexpr int R = 4;
-  for (int r0 = 0; r0 < 16; r0 += R) rows_tile<B, R, C, Fma, true>(w + r0, a, n, out + r0 * C);
+  for (int r0 = 0; r0 < 16; r0 += R) {
+    if (add.how == adding::fma) rows_tile<B, R, C, true, true>(w + r0, a, n, out + r0 * C);
+    else rows_tile<B, R, C, false, true>(w + r0, a, n, out + r0 * C);
+  }
 }
-template <class B, bool Fma>
-inline bool task_small(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
+template <class B>
+inline bool task_small(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, adding add) {
   switch (nc) {
-    case 2: task_direct<B, 2, Fma>(w, a, n, out); return true;
-    case 3: task_direct<B, 3, Fma>(w, a, n, out); return true;
-    case 4: task_direct<B, 4, Fma>(w, a, n, out); return true;
+    case 2: task_direct<B, 2>(w, a, n, out, add); return true;
+    case 3: task_direct<B, 3>(w, a, n, out, add); return true;
+    case 4: task_direct<B, 4>(w, a, n, out, add); return true;
     default: return false;
   }
 }
 
 // out[r * nc + c] = float_row_dot(w[r], the activation column widened at a[c], n), 16 rows,
-// 1 <= nc <= 8; fma: every product exact (fma_exact; always for f16)
+// 1 <= nc <= 8, adding as `add` says (f16 always by FMA)
 template <class B>
-inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, bool fma) {
-  if (fma || std::is_same_v<B, gk::f16> ? task_small<B, true>(w, a, nc, n, out) : task_small<B, false>(w, a, nc, n, out))
-    return;
+inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, adding add) {
+  if constexpr (std::is_same_v<B, gk::f16>) add.how = adding::fma;
+  if (task_small<B>(w, a, nc, n, out, add)) return;
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
 #pragma GCC unroll 16
   for (int j = 0; j < 16 * 8; ++j) acc[j] = _mm512_setzero_ps();
   for (std::int64_t i0 = 0; i0 < n; i0 += task_kc) {
     const int len = static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc), nv = len / 16, rem = len % 16;
+    code_range cr;
     for (int r = 0; r < 16; ++r) {
       const B* src = w[r] + i0;
       float* dst = wb + r * task_kc;
       for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
       if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
+      if (add.how == adding::checked) {  // the chunk's codes, just read: from L1
+        int j = 0;
+        for (; j + 32 <= len; j += 32) cr.add(_mm512_loadu_si512(src + j));
+        if (j < len) cr.add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (len - j)) - 1), src + j));
+      }
     }
-    if (fma || std::is_same_v<B, gk::f16>) task_chunk<true>(wb, a, nc, i0, nv, rem, acc);
-    else task_chunk<false>(wb, a, nc, i0, nv, rem, acc);
+    // each chunk by FMA where its own products are proved exact
+    if (add.how == adding::fma || (add.how == adding::checked && fma_range::exact(cr.packed(), add.a)))
+      task_chunk<true>(wb, a, nc, i0, nv, rem, acc);
+    else
+      task_chunk<false>(wb, a, nc, i0, nv, rem, acc);
   }
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < nc; ++c) out[r * nc + c] = reduce_lanes16(acc[r * 8 + c]);
@@ -348,7 +386,13 @@ namespace gk {
   }                                                                                                         \
   static void run_task(const formats::fmt::block* const* w, const float* const* a, int nc, std::int64_t n,  \
                        float* out, bool fma) {                                                               \
-    simd::avx512_float_tile::task(w, a, nc, n, out, fma);                                                   \
+    using simd::avx512_float_tile::adding;                                                                  \
+    simd::avx512_float_tile::task(w, a, nc, n, out, adding{fma ? adding::fma : adding::mul_add});           \
+  }                                                                                                         \
+  static void run_task_checked(const formats::fmt::block* const* w, const float* const* a, int nc,          \
+                               std::int64_t n, float* out, std::uint32_t a_range) {                         \
+    using simd::avx512_float_tile::adding;                                                                  \
+    simd::avx512_float_tile::task(w, a, nc, n, out, adding{adding::checked, a_range});                      \
   }
 
 #define GK_AVX512_FLOAT_TILE(fmt, path, nr, extra)                                                                    \
