@@ -5,7 +5,8 @@
 // types, which llama.cpp uses by default) where one accepts the format; its figure is the
 // better of the two. A second table decodes from weights that do not fit in the last-level
 // cache (>= 1 GiB of 4096x4096 matrices, one mul_mat per matrix), as GB/s of weight read
-// against this machine's read bandwidth measured in the same run.
+// against this machine's read bandwidth measured in the same run (GK_BENCH_MEM_N=2 times
+// it with 2 activation columns instead of 1, and so on).
 // gk runs both ordinary memory and, for the formats it stores tiled, CPU_TILED memory
 // (cpu/tiled.hpp, its own repacked layout); gk/ref compares the better of each side.
 //
@@ -408,7 +409,8 @@ int main() {
 
 namespace {
 void decode_table(ref_backend& rb, const std::vector<type>& fmts) {
-  std::printf("\n## decode from >= 1 GiB of weights (N = 1), GB/s of weight read\n");
+  const std::int64_t nb = positive_list("GK_BENCH_MEM_N", {1})[0];
+  std::printf("\n## decode from >= 1 GiB of weights (N = %lld), GB/s of weight read\n", static_cast<long long>(nb));
   // measured once: the figures printed are the ones the %bw columns divide by
   const double bw[3] = {0, read_bandwidth(1), read_bandwidth(2)};
   for (int nth : {1, 2}) std::printf("# read bandwidth, %d thread(s): %.2f GB/s\n", nth, bw[nth]);
@@ -418,7 +420,7 @@ void decode_table(ref_backend& rb, const std::vector<type>& fmts) {
     const double mat_bytes = static_cast<double>(gk::row_size(t, K)) * M;
     const int n_mats = static_cast<int>(std::ceil((1u << 30) / mat_bytes));
     for (int nth : {1, 2}) {
-      const result r = measure(rb, t, 1, nth, n_mats);
+      const result r = measure(rb, t, nb, nth, n_mats);
       const double bytes = mat_bytes * n_mats / 1e9;
       const double ref_best = r.repack > 0 ? std::min(r.plain, r.repack) : r.plain;
       std::printf("%-8s %3d %5d %9.2f %9s %9.2f %7.2f %8.0f%% %8.0f%%\n", std::string(gk::name(t)).c_str(), nth, n_mats,
