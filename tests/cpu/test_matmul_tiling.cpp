@@ -200,7 +200,10 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 // 2 huge (activations 2^64, weights by 16-element group -0.875, 1.25, -1.25, 1.25, ... times
 // 2^64: by mul every lane meets +inf and -inf, NaN; by FMA the lanes stay finite); 3 as 1 but
 // the tiny weights' first 256 elements zero (the avx512 task decides by chunk of 256 where it
-// checks the rows itself: the first chunk's products are exact, the second's not). n: 9
+// checks the rows itself: the first chunk's products are exact, the second's not); 4 k 268
+// (256 + a tail of 12, read under a mask), activations 2^63, weights 1.5 * 2^63 at element 0
+// and -1.25 * 2^65 at element 256 (the tail), zero elsewhere: by mul lane 0 meets -inf, by FMA
+// it ends at -1.75 * 2^127, so a range that misses the tail shows. n: 9
 // columns are two column blocks (the row block's range worked out once and kept), 2 to 8 one
 // (on avx512 5-8 columns prove each chunk's products exact as they read it, 2-4 add by mul,
 // add). Returns the mismatches against the definition over 1 and 3 threads of the kernel
@@ -208,7 +211,7 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 template <cpu::matmul::fault F>
 std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
   context ctx{context_params{16u << 20}};
-  const std::int64_t k = 300, m = 40;
+  const std::int64_t k = which == 4 ? 268 : 300, m = 40;
   tensor* a = ctx.new_tensor_2d(type::bf16, k, m);
   tensor* b = ctx.new_tensor_2d(type::f32, k, n);
   std::mt19937 rng(11);
@@ -220,12 +223,13 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
       if (r % 2 && which == 3 && i < 256) v = 0.0f;
       if (r % 2 && which % 2) v *= 0x1p-66f;
       if (r % 2 && which == 2) v = (i < 16 ? -0.875f : (i / 16) % 2 ? 1.25f : -1.25f) * 0x1p64f;
+      if (r % 2 && which == 4) v = i == 0 ? 1.5f * 0x1p63f : i == 256 ? -1.25f * 0x1p65f : 0.0f;
       row[static_cast<std::size_t>(i)] = v;
     }
     encode_row<formats::bf16>(row.data(), reinterpret_cast<formats::bf16::block*>(a->at(r)), k);
   }
   for (std::int64_t i = 0; i < b->nelements(); ++i)
-    static_cast<float*>(b->data)[i] = which == 2 ? 0x1p64f : which % 2 ? g(rng) * 0x1p-64f : g(rng);
+    static_cast<float*>(b->data)[i] = which == 2 ? 0x1p64f : which == 4 ? 0x1p63f : which % 2 ? g(rng) * 0x1p-64f : g(rng);
   tensor* y = mul_mat(ctx, a, b);
   const auto want = naive<formats::bf16>(a, b, y);
   std::int64_t bad = 0;
@@ -239,7 +243,7 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
 
 TEST_CASE("bf16 products outside float's normal range keep the definition's rounding", "[cpu][matmul]") {
   using cpu::matmul::fault;
-  for (int which : {0, 1, 2, 3})
+  for (int which : {0, 1, 2, 3, 4})
     for (std::int64_t n : {2, 3, 4, 6, 8, 9}) {
       INFO("case " << which << ", " << n << " columns");
       CHECK(bf16_range_mismatches<fault::none>(which, n) == 0);
@@ -256,6 +260,7 @@ TEST_CASE("planted control: bf16 by FMA without the range proof fails", "[cpu][m
     CHECK(bf16_range_mismatches<fault::unguarded_fma>(1, n) > 0);
     CHECK(bf16_range_mismatches<fault::unguarded_fma>(2, n) > 0);
     CHECK(bf16_range_mismatches<fault::unguarded_fma>(3, n) > 0);
+    CHECK(bf16_range_mismatches<fault::unguarded_fma>(4, n) > 0);
   }
 }
 #endif

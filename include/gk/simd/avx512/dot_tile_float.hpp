@@ -179,6 +179,12 @@ struct code_range {
     lo = _mm512_min_epu16(lo, _mm512_sub_epi16(mag, _mm512_set1_epi16(1)));
     hi = _mm512_max_epu16(hi, mag);
   }
+  template <class B>
+  void add_run(const B* p, std::int64_t n) {  // n codes at p
+    std::int64_t i = 0;
+    for (; i + 32 <= n; i += 32) add(_mm512_loadu_si512(p + i));
+    if (i < n) add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (n - i)) - 1), p + i));
+  }
   std::uint32_t packed() const {
     alignas(64) std::uint16_t l[32], h[32];
     _mm512_store_si512(l, lo);
@@ -189,9 +195,7 @@ struct code_range {
 template <class B>
 inline std::uint32_t range_of(const B* p, std::int64_t n) {
   code_range r;
-  std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) r.add(_mm512_loadu_si512(p + i));
-  if (i < n) r.add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (n - i)) - 1), p + i));
+  r.add_run(p, n);
   return r.packed();
 }
 
@@ -347,11 +351,7 @@ inline void task(const B* const* w, const float* const* a, int nc, std::int64_t 
       float* dst = wb + r * task_kc;
       for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
       if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
-      if (add.how == adding::checked) {  // the chunk's codes, just read: from L1
-        int j = 0;
-        for (; j + 32 <= len; j += 32) cr.add(_mm512_loadu_si512(src + j));
-        if (j < len) cr.add(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((std::uint64_t{1} << (len - j)) - 1), src + j));
-      }
+      if (add.how == adding::checked) cr.add_run(src, len);  // the chunk's codes, just read: from L1
     }
     // each chunk by FMA where its own products are proved exact
     if (add.how == adding::fma || (add.how == adding::checked && fma_range::exact(cr.packed(), add.a)))
