@@ -355,10 +355,11 @@ GK_Q8_UNROLL
     u.d = src_f16(b, 0);
   }
   GK_Q8_MEMBER static void part_raw(const wc& u, const int* x, int* p) { p[0] = dot8_offset(u.q, x, 0xf0f0f0f0u); }
-  // d(w) * d(a) * sum
+  // d(w) * d(a) * sum; term_d as q8dot_q8's
+  GK_Q8_MEMBER static float term_d(float dd, const int* p) { return mul(dd, i2f_small(p[0])); }
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(mul(u.d, a.d(kc)), i2f_small(p[0]));
+    return term_d(mul(u.d, a.d(kc)), p);
   }
 };
 
@@ -405,10 +406,12 @@ struct q8dot_q8 {
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
-  // sum * (d(w) * d(a))
+  // sum * (d(w) * d(a)); term_d takes the product dd = mul(d(w), d(a)) formed elsewhere
+  // (mmq.cu's prompt kernel forms it by an f16 mma: exact, both being f16 values)
+  GK_Q8_MEMBER static float term_d(float dd, const int* p) { return mul(i2f_small(p[0]), dd); }
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_small(p[0]), mul(u.d, a.d(kc)));
+    return term_d(mul(u.d, a.d(kc)), p);
   }
 };
 template <>
@@ -433,10 +436,11 @@ GK_Q8_UNROLL
   }
   template <class X, class A>
   GK_Q8_MEMBER static void part(const wc& u, const X& x, const A&, std::int64_t, int* p) { p[0] = dot8(u.q, x, 0, 8); }
-  // sum * (d(w) * d(a))
+  // sum * (d(w) * d(a)); term_d as q8dot_q8's
+  GK_Q8_MEMBER static float term_d(float dd, const int* p) { return mul(i2f_small(p[0]), dd); }
   template <class A>
   GK_Q8_MEMBER static float term(const wc& u, const A& a, std::int64_t kc, const int* p) {
-    return mul(i2f_small(p[0]), mul(u.d, a.d(kc)));
+    return term_d(mul(u.d, a.d(kc)), p);
   }
 };
 

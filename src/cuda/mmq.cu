@@ -32,7 +32,7 @@
 // A block: 128 threads, 4 warps as 2 x 2, a warp 32 rows x 8 NI columns (NI = 4, or 2
 // for formats with 3-4 integer parts per block, which would otherwise hold 128 part
 // registers). Shared rows of codes are 256 + 16 bytes (68 words): the fragment loads of a
-// warp (8 groups x 4 threads) land in 32 different banks.
+// warp (ldmatrix: 8 rows of 16 bytes a matrix) land in 32 different banks.
 #include <array>
 #include <atomic>
 #include <bit>
@@ -147,7 +147,7 @@ constexpr int mmq_mins_at() {
 }
 
 // A block is 2 x WN warps: 64 rows by WN * 8 * NI columns.
-constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16, mmq_ldw = mmq_ld / 4;
+constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16;
 template <int WN>
 constexpr int mmq_threads = 32 * mmq_wm * WN;
 // Formats whose block term mmq_body takes a chunk at a time (q8dot<W>::run_chunk): one
@@ -216,6 +216,31 @@ constexpr bool mmq_cached = W::id == type::q8_0 || W::id == type::q4_0 || W::id 
                             W::id == type::q5_K || W::id == type::q6_K;
 template <class W>
 constexpr bool mmq_occ = mmq_cached<W> && W::id != type::q2_K && W::id != type::q4_K && W::id != type::q5_K;
+// Formats whose block term is the sum times d(w) x d(a), both f16 values on q8_0
+// activations (q8dot::term_d: q8_0, q5_0, iq4_nl), among the cached ones: the products
+// d(w) x d(a) of a chunk's 16 x 8 outputs come from one f16 mma (A the rows' d(w) in
+// column 0, B the columns' d(a) in row 0, zero elsewhere) instead of an FMUL per output.
+// The product of two f16 values has at most 22 significant bits, so the mma's f32 sum
+// of it and zeros is mul(d(w), d(a)) itself (its sign of zero aside, which no sum sees:
+// the running sum starts at +0).
+// Measured with the ldmatrix fragments below (an H100, bench_cuda N 512, GK_BENCH_FORMATS=
+// q8_0,q5_0,iq4_nl,q4_0, two rounds alternating the binaries before and after, TFLOP/s at
+// M 4096 / 14336): q8_0 126.6-126.7 / 152.7-152.9 -> 128.3-128.7 / 154.9-155.2, q5_0
+// 127.1-127.2 / 154.9-155.0 -> 129.9-130.2 / 157.4-157.5, iq4_nl 129.4-129.6 / 156.3-156.7
+// -> 131.8-132.5 / 158.2-158.3, q4_0 (unchanged, the control) 128.7-129.4 / 155.6 the same.
+// Only about 2%: the q8_0 kernel's SASS lost 256 FMUL and 111 LDS of 4096 instructions
+// but gained 64 HMMA, 64 F2FP (half_lo) and about 130 IMAD (the lane selects and ldmatrix
+// addresses).
+template <class W>
+constexpr bool mmq_dmma = mmq_cached<W> && W::dot_type::block_size == 32 && requires(const int* p) {
+  q8::q8dot<W>::term_d(0.0f, p);
+};
+// Fragments by ldmatrix (four 4-byte shared loads a lane in one instruction): the mmq_dmma
+// formats. Elsewhere it cost registers: ptxas (sm_90) had the capped 4-warp kernels of
+// q4_0, q4_1, q5_1, mxfp4 and q6_K, 0-12 bytes of spill stores before, spill 24-72 with
+// it, and the 8-warp capped kernels of the lattice formats and q4_K more than before.
+template <class W>
+constexpr bool mmq_ldsm = mmq_dmma<W>;
 
 // Weights staged (mmq_body): each k-step's weight bytes copied whole into shared memory by
 // coalesced cp.async one step ahead, and unpacked from there, instead of a thread per (row,
@@ -330,6 +355,38 @@ __device__ __forceinline__ void mma_k16(int* c, unsigned a0, unsigned a1, unsign
 #endif
 }
 
+// Four 8 x 8 matrices of 16-bit elements (here: 8 rows x 16 bytes of codes each) from
+// shared memory; lane i gives the address of row i % 8 of matrix i / 8, and gets in r[m]
+// matrix m's row lane / 4, bytes 4 (lane % 4) ..: the mma fragments' layout. One
+// instruction for four 4-byte loads a lane. Volatile: kept after the barrier that orders
+// the tile's stores.
+__device__ __forceinline__ void ldsm_x4(unsigned* r, const unsigned char* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+#else
+  __trap();
+#endif
+}
+// d = a x b for f16 a (16 x 8) and b (8 x 8), f32 out (mmq_dmma's scale products)
+__device__ __forceinline__ void mma_f16_k8(float* d, unsigned a0, unsigned a1, unsigned b0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%7,%7,%7};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0), "f"(0.0f));
+#else
+  __trap();
+#endif
+}
+// an f16x2 register holding x (exactly an f16 value) in its low half, 0 in its high half
+__device__ __forceinline__ unsigned half_lo(float x) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(0.0f), "f"(x));
+  return r;
+}
+
 // mul_mat_id's columns grouped by expert (mmq_group_ids): group g is count = groups[g].z
 // columns of expert groups[g].x, listed at perm[groups[g].y ...]; a block's columns are one
 // group, so they share one weight slab as mul_mat's do. perm == nullptr: mul_mat, whose
@@ -356,6 +413,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
+  constexpr bool DMMA = mmq_dmma<W>, LDSM = mmq_ldsm<W>;
   constexpr bool STAGED = mmq_staged<W> && !PRE;
   extern __shared__ __align__(16) unsigned char sm[];
   unsigned char* const at = sm + L::a;
@@ -546,26 +604,46 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         __syncthreads();
       }
 
-      const unsigned* aw = reinterpret_cast<const unsigned*>(at);
-      const unsigned* bw = reinterpret_cast<const unsigned*>(bt);
 #pragma unroll
       for (int c = 0; c < 8; ++c) {
         if (c >= nch) break;
         const std::int64_t kc = kc0 + c;
         unsigned af[2][4], bf[NI][2];
+        if constexpr (LDSM) {
+          // by ldmatrix: matrix m of A is rows 8 (m % 2) .. of the 16, bytes 16 (m / 2) ..
+          // of the chunk (a[0 .. 3] of the mma); of B, tile ni + m / 2, bytes 16 (m % 2) ..
+          const int lm = lane >> 3, lr = lane & 7;
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) {
-          const int base = (wm * 32 + mi * 16 + g) * mmq_ldw + 8 * c + t;
-          af[mi][0] = aw[base];
-          af[mi][1] = aw[base + 8 * mmq_ldw];
-          af[mi][2] = aw[base + 4];
-          af[mi][3] = aw[base + 8 * mmq_ldw + 4];
-        }
+          for (int mi = 0; mi < 2; ++mi)
+            ldsm_x4(af[mi], at + (wm * 32 + mi * 16 + 8 * (lm & 1) + lr) * mmq_ld + 32 * c + 16 * (lm >> 1));
+          static_assert(NI % 2 == 0);
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) {
-          const int base = (wn * 8 * NI + ni * 8 + g) * mmq_ldw + 8 * c + t;
-          bf[ni][0] = bw[base];
-          bf[ni][1] = bw[base + 4];
+          for (int ni = 0; ni < NI; ni += 2) {
+            unsigned r4[4];
+            ldsm_x4(r4, bt + (wn * 8 * NI + (ni + (lm >> 1)) * 8 + lr) * mmq_ld + 32 * c + 16 * (lm & 1));
+            bf[ni][0] = r4[0];
+            bf[ni][1] = r4[1];
+            bf[ni + 1][0] = r4[2];
+            bf[ni + 1][1] = r4[3];
+          }
+        } else {
+          const unsigned* aw = reinterpret_cast<const unsigned*>(at);
+          const unsigned* bw = reinterpret_cast<const unsigned*>(bt);
+          constexpr int ldw = mmq_ld / 4;
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi) {
+            const int base = (wm * 32 + mi * 16 + g) * ldw + 8 * c + t;
+            af[mi][0] = aw[base];
+            af[mi][1] = aw[base + 8 * ldw];
+            af[mi][2] = aw[base + 4];
+            af[mi][3] = aw[base + 8 * ldw + 4];
+          }
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) {
+            const int base = (wn * 8 * NI + ni * 8 + g) * ldw + 8 * c + t;
+            bf[ni][0] = bw[base];
+            bf[ni][1] = bw[base + 4];
+          }
         }
         // every mma of the chunk first, then the block arithmetic on their sums
         int s0[2][NI][4], s1[2][NI][4];
@@ -592,6 +670,22 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
             const int r = wm * 32 + mi * 16 + g + 8 * h;
             u[mi][h] = load_meta<W>(smeta + r * L::meta_row + c * L::meta_words);
           }
+        // mmq_dmma: the chunk's d(w) x d(a), by output as the sums lie (lane t == 0 holds
+        // column 0 of A, rows g and g + 8, and row 0 of B, column g; every other lane zeros)
+        float dm[2][NI][4];
+        if constexpr (DMMA) {
+          unsigned ah[2][2], bh[NI];
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) ah[mi][h] = half_lo(t == 0 ? u[mi][h].d : 0.0f);
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) bh[ni] = half_lo(t == 0 ? sd[DLD * (wn * 8 * NI + ni * 8 + g) + c] : 0.0f);
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) mma_f16_k8(dm[mi][ni], ah[mi][0], ah[mi][1], bh[ni]);
+        }
         if constexpr (MINS) {  // the chunk's min part: the rows' mins (A) x the codes (B)
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi) {
@@ -636,7 +730,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
               if (k != MP) pt[mi][ni][e][k] += pp[k];  // MP's pp[k] is dead code: pm holds it
             if (block_end) {
               if constexpr (MINS) pt[mi][ni][e][MP] = pm[mi][ni][e];
-              if (kb / CH != dropped) acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
+              if (kb / CH != dropped) {
+                if constexpr (DMMA) acc[mi][ni][e] += Q::term_d(dm[mi][ni][e], pt[mi][ni][e]);
+                else acc[mi][ni][e] += Q::term(u[mi][h], a, kb, pt[mi][ni][e]);
+              }
 #pragma unroll
               for (int k = 0; k < NP; ++k) pt[mi][ni][e][k] = 0;
               pm[mi][ni][e] = 0;

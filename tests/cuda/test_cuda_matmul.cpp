@@ -521,9 +521,13 @@ int bit_mismatches(const pair& pr, const std::vector<float>& expect, Where&& whe
 // row and the column encoded by encode_row<W::dot_type>, bit for bit (the same integers,
 // the same float operations per block, the same running sum in block order). b2 slabs of n
 // columns; column 0 is scaled by 1e4 and column 1 is zero (encoder edge cases inside a
-// tile). Returns the number of outputs that differ.
+// tile). Extreme (formats whose blocks start with an f16 scale d): every block's d replaced
+// by one of f16's edge values (subnormals, the least normal, the greatest, both zeros,
+// negatives), and columns 2, 3, 4 of each 5 scaled by 1e-6, 3e-8 and 1e3 (activation scales
+// down to f16 subnormals), so that mmq_dmma's f16 products d(w) x d(a) meet every range.
+// Returns the number of outputs that differ.
 template <class W>
-int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t b2) {
+int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t b2, bool extreme = false) {
   using A = typename W::dot_type;
   std::vector<float> expect;
   const pair pr = gk_cuda_test::run_pair([&](gk::context& ctx) {
@@ -533,7 +537,16 @@ int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t 
     b->set_name("#x");
     gk::tensor* y = gk::mul_mat(ctx, a, b);
     if (a->data) {
-      const auto& wb = weight_bytes(W::id, k, m);
+      std::vector<unsigned char> wb = weight_bytes(W::id, k, m);
+      if (extreme) {
+        static constexpr std::uint16_t edge[] = {0x0001, 0x03ff, 0x0400, 0x7bff, 0x0000, 0x8000, 0x8001,
+                                                 0xfbff, 0x3c00, 0x0200, 0x8400, 0x2e66, 0x1001};
+        const std::size_t nb = wb.size() / sizeof(typename W::block);
+        for (std::size_t i = 0; i < nb; ++i) {
+          const std::uint16_t d = edge[(i * 7 + i / 5) % std::size(edge)];
+          std::memcpy(wb.data() + i * sizeof(typename W::block), &d, 2);
+        }
+      }
       std::memcpy(a->data, wb.data(), wb.size());
       std::mt19937 rng(static_cast<unsigned>(k + 3 * n));
       fill_act(b, rng);
@@ -542,6 +555,11 @@ int mmq_mismatches(std::int64_t k, std::int64_t m, std::int64_t n, std::int64_t 
         x[i] *= 1e4f;
         x[k + i] = 0.0f;
       }
+      if (extreme)
+        for (std::int64_t col = 2; col < n * b2; ++col) {
+          const float f = col % 5 == 2 ? 1e-6f : col % 5 == 3 ? 3e-8f : col % 5 == 4 ? 1e3f : 1.0f;
+          for (std::int64_t i = 0; i < k; ++i) x[col * k + i] *= f;
+        }
       expect.clear();
       std::vector<typename A::block> enc(static_cast<std::size_t>(k / A::block_size));
       for (std::int64_t col = 0; col < n * b2; ++col) {
@@ -629,6 +647,24 @@ TEST_CASE("cuda mmq: int8 tensor-core prompts equal the CPU's dot_row bit for bi
           CHECK(mmq_mismatches<W>(k, 67, n, n == 9 ? 2 : 1) == 0);
         }
     });
+  }
+  gk::cuda::mmq_pre_mode(-1);
+}
+
+TEST_CASE("cuda mmq: f16 scales at their edges (subnormal, greatest, zero, negative) keep the bits",
+          "[cuda][matmul][mmq]") {
+  for (int pre : {0, 1}) {
+    gk::cuda::mmq_pre_mode(pre);
+    auto run = [&]<class W>(std::type_identity<W>) {
+      for (std::int64_t n : {20, 130}) {
+        INFO(gk::name(W::id) << " n " << n << (pre ? " (weights unpacked first)" : ""));
+        CHECK(mmq_mismatches<W>(k_for(W::id), 67, n, 1, true) == 0);
+      }
+    };
+    run(std::type_identity<gk::formats::q8_0>{});
+    run(std::type_identity<gk::formats::q5_0>{});
+    run(std::type_identity<gk::formats::iq4_nl>{});
+    run(std::type_identity<gk::formats::q4_0>{});
   }
   gk::cuda::mmq_pre_mode(-1);
 }
