@@ -219,6 +219,11 @@ inline std::uint32_t widen(const B* src, float* dst, std::int64_t n) {
   return r.packed();
 }
 
+// x kept in a register as loaded: GCC (12) otherwise loads each weight vector again for
+// every FMA and takes the activation as the FMA's memory operand, two loads an FMA, which
+// bound the task at half the FMA rate on an AMD EPYC (Zen 5; perf annotate of task<f16>).
+inline void pin(__m512& x) { asm("" : "+v"(x)); }
+
 // 4 weight rows (wb, task_kc floats apart) by C widened columns a[c], elements [0, 16 nv)
 // plus a tail of rem under a mask, into acc[r * 8 + c]
 template <int C, bool Fma>
@@ -231,10 +236,14 @@ inline void task_step(const float* wb, const float* const* a, std::int64_t i0, i
   for (int v = 0; v < nv; ++v) {
     __m512 wv[4];
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) wv[r] = _mm512_load_ps(wb + r * task_kc + 16 * v);
+    for (int r = 0; r < 4; ++r) {
+      wv[r] = _mm512_load_ps(wb + r * task_kc + 16 * v);
+      pin(wv[r]);
+    }
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
-      const __m512 av = _mm512_loadu_ps(a[c] + i0 + 16 * v);
+      __m512 av = _mm512_loadu_ps(a[c] + i0 + 16 * v);
+      pin(av);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r)
         s[r * C + c] = Fma ? _mm512_fmadd_ps(wv[r], av, s[r * C + c]) : _mm512_add_ps(s[r * C + c], _mm512_mul_ps(wv[r], av));
@@ -333,12 +342,42 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
   }
 }
 
+// f16, 5-8 columns: 4 rows at a time through rows_tile by FMA, columns 0-3 and then the
+// rest, each weight vector widened as loaded (twice a task) instead of a chunk of 16 rows
+// widened into a buffer once (the loop below). AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul
+// f16 4096 x 4096, gk/ref one / two threads, two rounds alternating binaries (both with
+// pin): N 6 0.63-0.69 / 0.70-0.78 -> 0.86-0.87 / 0.86-0.96, N 8 0.64-0.73 / 0.87-0.90 ->
+// 0.99-1.00 / 1.02-1.04, N 64 0.72-0.73 / 0.64-0.68 -> 0.76-0.78 / 0.71-0.74; mul_mat_id
+// (8 experts, 64 tokens) 1.38 / 1.24-1.26 -> 1.68-1.69 / 1.56-1.59. The bits are the same:
+// each output is still one rows_tile lane set in index order.
+template <class B>
+inline void task_f16_wide(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
+  float o[16];
+  const int c2 = nc - 4;  // 1-4
+  for (int r0 = 0; r0 < 16; r0 += 4) {
+    rows_tile<B, 4, 4, true, false>(w + r0, a, n, o);
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c) out[(r0 + r) * nc + c] = o[r * 4 + c];
+    switch (c2) {
+      case 4: rows_tile<B, 4, 4, true, false>(w + r0, a + 4, n, o); break;
+      case 3: rows_tile<B, 4, 3, true, false>(w + r0, a + 4, n, o); break;
+      case 2: rows_tile<B, 4, 2, true, false>(w + r0, a + 4, n, o); break;
+      default: rows_tile<B, 4, 1, true, false>(w + r0, a + 4, n, o); break;
+    }
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < c2; ++c) out[(r0 + r) * nc + 4 + c] = o[r * c2 + c];
+  }
+}
+
 // out[r * nc + c] = float_row_dot(w[r], the activation column widened at a[c], n), 16 rows,
 // 1 <= nc <= 8, adding as `add` says (f16 always by FMA)
 template <class B>
 inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, adding add) {
   if constexpr (std::is_same_v<B, gk::f16>) add.how = adding::fma;
   if (task_small<B>(w, a, nc, n, out, add)) return;
+  if constexpr (std::is_same_v<B, gk::f16>) {
+    if (nc >= 5) return task_f16_wide(w, a, nc, n, out);
+  }
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
 #pragma GCC unroll 16
