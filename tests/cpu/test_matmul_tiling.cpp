@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gk/gk.hpp"
+#include "gk/simd/fma_range.hpp"
 
 using namespace gk;
 
@@ -203,7 +204,12 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 // checks the rows itself: the first chunk's products are exact, the second's not); 4 k 268
 // (256 + a tail of 12, read under a mask), activations 2^63, weights 1.5 * 2^63 at element 0
 // and -1.25 * 2^65 at element 256 (the tail), zero elsewhere: by mul lane 0 meets -inf, by FMA
-// it ends at -1.75 * 2^127, so a range that misses the tail shows. n: 9
+// it ends at -1.75 * 2^127, so a range that misses the tail shows. Cases 5 and 6 are exact
+// by FMA but not by the AVX512_BF16 pair dot (avx512 5-8 columns, where the CPU has it):
+// 5 subnormal weights (g * 2^-130) against activations g * 2^100 (the pair dot reads the
+// weights as zero); 6 weights 1.5 * 2^-63 at elements 0-15 and -1.125 * 2^-63 at 16-31,
+// zero elsewhere, activations 1.25 * 2^-63: each lane's sum goes 1.875 * 2^-126, then
+// 0.46875 * 2^-126, subnormal, which the pair dot flushes to zero. n: 9
 // columns are two column blocks (the row block's range worked out once and kept), 2 to 8 one
 // (on avx512 5-8 columns prove each chunk's products exact as they read it, 2-4 add by mul,
 // add). Returns the mismatches against the definition over 1 and 3 threads of the kernel
@@ -221,7 +227,9 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
     for (std::int64_t i = 0; i < k; ++i) {
       float v = g(rng);
       if (r % 2 && which == 3 && i < 256) v = 0.0f;
-      if (r % 2 && which % 2) v *= 0x1p-66f;
+      if (r % 2 && (which == 1 || which == 3)) v *= 0x1p-66f;
+      if (r % 2 && which == 5) v *= 0x1p-130f;
+      if (r % 2 && which == 6) v = i < 16 ? 1.5f * 0x1p-63f : i < 32 ? -1.125f * 0x1p-63f : 0.0f;
       if (r % 2 && which == 2) v = (i < 16 ? -0.875f : (i / 16) % 2 ? 1.25f : -1.25f) * 0x1p64f;
       if (r % 2 && which == 4) v = i == 0 ? 1.5f * 0x1p63f : i == 256 ? -1.25f * 0x1p65f : 0.0f;
       row[static_cast<std::size_t>(i)] = v;
@@ -229,7 +237,12 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
     encode_row<formats::bf16>(row.data(), reinterpret_cast<formats::bf16::block*>(a->at(r)), k);
   }
   for (std::int64_t i = 0; i < b->nelements(); ++i)
-    static_cast<float*>(b->data)[i] = which == 2 ? 0x1p64f : which == 4 ? 0x1p63f : which % 2 ? g(rng) * 0x1p-64f : g(rng);
+    static_cast<float*>(b->data)[i] = which == 2   ? 0x1p64f
+                                      : which == 4 ? 0x1p63f
+                                      : which == 5 ? g(rng) * 0x1p100f
+                                      : which == 6 ? 1.25f * 0x1p-63f
+                                      : which % 2  ? g(rng) * 0x1p-64f
+                                                   : g(rng);
   tensor* y = mul_mat(ctx, a, b);
   const auto want = naive<formats::bf16>(a, b, y);
   std::int64_t bad = 0;
@@ -243,11 +256,36 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
 
 TEST_CASE("bf16 products outside float's normal range keep the definition's rounding", "[cpu][matmul]") {
   using cpu::matmul::fault;
-  for (int which : {0, 1, 2, 3, 4})
+  for (int which : {0, 1, 2, 3, 4, 5, 6})
     for (std::int64_t n : {2, 3, 4, 6, 8, 9}) {
       INFO("case " << which << ", " << n << " columns");
       CHECK(bf16_range_mismatches<fault::none>(which, n) == 0);
     }
+}
+
+// The pair dot's condition (simd/fma_range.hpp pair_exact) against the FMA one, on the
+// ranges of cases 5 and 6 above and at its edge: fields 71 + 71 pass, 70 + 71 do not.
+TEST_CASE("bf16 pair-dot condition refuses what the pair dot would flush", "[cpu][matmul]") {
+  auto range = [](std::initializer_list<std::uint16_t> codes) {
+    std::uint32_t lo = 0xffff, hi = 0;
+    for (std::uint16_t c : codes) {
+      const std::uint32_t mag = c & 0x7fffu, m1 = (mag - 1) & 0xffffu;
+      lo = m1 < lo ? m1 : lo;
+      hi = mag > hi ? mag : hi;
+    }
+    return lo << 16 | hi;
+  };
+  using simd::fma_range::exact, simd::fma_range::pair_exact;
+  const std::uint32_t subnormal = range({0x0001, 0x3f80}), big = range({0x7180});  // 2^-133, 1; 2^100
+  CHECK(exact(subnormal, big));
+  CHECK_FALSE(pair_exact(subnormal, big));
+  const std::uint32_t w6 = range({0x2040, 0xa010, 0x0000}), a6 = range({0x2020});  // case 6
+  CHECK(exact(w6, a6));
+  CHECK_FALSE(pair_exact(w6, a6));
+  CHECK(pair_exact(range({0x23c0}), range({0x23c0})));       // 1.5 * 2^-56 twice: fields 71 + 71
+  CHECK_FALSE(pair_exact(range({0x2380}), range({0x23c0})));  // 2^-56: (magnitude - 1)'s field is 70
+  CHECK(pair_exact(range({0x3f80, 0x0000, 0x8000}), range({0x3fc0})));  // zeros drop out
+  CHECK_FALSE(pair_exact(range({0x7f00}), range({0x7f00})));            // 2^127 squared overflows
 }
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

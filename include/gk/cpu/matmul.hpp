@@ -364,7 +364,11 @@ void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* 
           for (std::int64_t i = 0; i < nc; ++i) ycol[i][row0 + j] = o[j * nc + i];
       };
       if constexpr (checked_task_tile<tile>) {
-        if (!wcache && F != fault::unguarded_fma) {
+        // also where the row block's range is cached, for a tile whose own checks pay
+        // there (avx512 bf16 by pairs: tile::checks_itself)
+        bool own = !wcache;
+        if constexpr (requires { tile::checks_itself(0); }) own = own || tile::checks_itself(static_cast<int>(nc));
+        if (own && F != fault::unguarded_fma) {
           tile::run_task_checked(w, p.wide, static_cast<int>(nc), k, o, p.range);
           return store();
         }

@@ -45,4 +45,17 @@ inline bool exact(std::uint32_t w, std::uint32_t a) {
   return (w >> 23) + (a >> 23) >= 128 && ((w & 0xffff) >> 7) + ((a & 0xffff) >> 7) <= 380;
 }
 
+// Whether adding every product of a value under range w and one under range a by the
+// AVX512_BF16 pair dot (vdpbf16ps: per lane acc + p_odd, then + p_even, each one FMA
+// rounded to nearest even, subnormal inputs read as zero and subnormal results flushed to
+// zero) gives exactly the definition's adds. Stronger than exact: no subnormal code on
+// either side (lo's field at least 1), and every product a multiple of 2^-126 (a bf16
+// value with field e is an integer times 2^(e - 134), so the fields must sum to at least
+// 142), which keeps every running sum a multiple of 2^-126 too: zero or normal, never
+// flushed. Products < 2^128 as in exact.
+inline bool pair_exact(std::uint32_t w, std::uint32_t a) {
+  return (w >> 23) >= 1 && (a >> 23) >= 1 && (w >> 23) + (a >> 23) >= 142 &&
+         ((w & 0xffff) >> 7) + ((a & 0xffff) >> 7) <= 380;
+}
+
 }  // namespace gk::simd::fma_range

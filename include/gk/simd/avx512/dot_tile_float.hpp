@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "gk/core/exact_fp.hpp"
@@ -342,6 +343,184 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
   }
 }
 
+// bf16 tasks of 5-8 columns by the AVX512_BF16 pair dot, where the CPU has it (pair_dot).
+// vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and then that of
+// the low halves. With element j of each 32 in the high half and element j + 16 in the low
+// half, lane j adds the products of elements j, j + 16, j + 32, ... in index order: the
+// definition's lane j (float_row::dot). Each add is one FMA of an exact product, so it is
+// the definition's add wherever fma_range::pair_exact holds (no subnormal codes, products
+// multiples of 2^-126); a 256-element chunk of a task goes this way where its 16 rows'
+// codes prove it against the panel's range and every chunk before it went so too,
+// otherwise as `task` adds it (by FMA where fma_range::exact proves that, else mul, add).
+// The rows' codes are interleaved into pairs (vpermw) and ranged a chunk at a time, the
+// columns' from their widened floats once a chunk, per task.
+// AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul GK_BENCH_FORMATS=bf16, gk/ref one / two
+// threads, two rounds each: pairs off (GK_CPU_BF16_PAIRS=0) | pairs, rows not prefetched |
+// pairs with the prefetch below: N 6 0.53-0.57 / 0.79-0.82 | 0.55-0.77 / 0.62-1.17 | 1.01 /
+// 0.83-0.94; N 8 0.59 / 0.58-0.74 | 0.59-0.77 / 1.04-1.11 | 0.93-1.01 / 0.94-0.97; N 64
+// 0.57-0.59 / 0.58-0.59 | 0.66-0.68 / 0.60-0.67 | 0.64-0.66 / 0.63; mul_mat_id (8 experts,
+// 64 tokens) 1.30-1.32 / 1.21 | 1.06-1.12 / 0.95-1.06 | 1.46-1.48 / 1.43. Below 1.0 at N 64: each task
+// interleaves its rows again for every column block (8 at N 64); caching the interleaved
+// rows per row block, as decoded_tile does for the lattice formats, is the next step.
+#if defined(__GNUC__)
+#define GK_PAIR_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,fma,f16c")))
+#else
+#define GK_PAIR_TARGET
+#endif
+namespace pair_dot {
+// vpermw index: word 2j of the result is word j + 16 of the source, word 2j + 1 word j
+alignas(64) inline constexpr std::uint16_t interleave[32] = {16, 0, 17, 1, 18, 2, 19, 3, 20, 4, 21, 5,
+                                                             22, 6, 23, 7, 24, 8, 25, 9, 26, 10, 27, 11,
+                                                             28, 12, 29, 13, 30, 14, 31, 15};
+inline constexpr int dwords = task_kc / 2;  // a chunk's pairs a row
+
+// 4 rows (w[r], dwords apart) by C columns (ac[c]) of interleaved pairs, ng groups of 16
+template <int C>
+GK_PAIR_TARGET inline void step(const std::uint32_t* w, const std::uint32_t* const* ac, int ng, __m512* acc) {
+  __m512 s[4 * C];
+#pragma GCC unroll 16
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) s[r * C + c] = acc[r * 8 + c];
+  for (int g = 0; g < ng; ++g) {
+    __m512i wv[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      wv[r] = _mm512_load_si512(w + r * dwords + 16 * g);
+      asm("" : "+v"(wv[r]));
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      __m512i av = _mm512_load_si512(ac[c] + 16 * g);
+      asm("" : "+v"(av));
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+        s[r * C + c] = _mm512_dpbf16_ps(s[r * C + c], reinterpret_cast<__m512bh>(wv[r]), reinterpret_cast<__m512bh>(av));
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc[r * 8 + c] = s[r * C + c];
+}
+
+// out[r * nc + c] as task's, 16 rows, 1 <= nc <= 8; a_range: the panel's code range
+GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a, int nc, std::int64_t n, float* out,
+                                std::uint32_t a_range) {
+  alignas(64) std::uint32_t wi[16 * dwords], ai[8 * dwords];
+  alignas(64) float wb[16 * task_kc];
+  __m512 acc[16 * 8];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16 * 8; ++j) acc[j] = _mm512_setzero_ps();
+  const __m512i perm = _mm512_load_si512(interleave);
+  bool pairs = true;
+  for (std::int64_t i0 = 0; i0 < n; i0 += task_kc) {
+    const int len = static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc), ng = (len + 31) / 32;
+    // the chunk's rows: their code range, and their codes interleaved into pairs
+    code_range cr;
+    for (int r = 0; r < 16; ++r)
+      for (int g = 0; g < ng; ++g) {
+        const int left = len - 32 * g;
+        const auto m = static_cast<__mmask32>(left >= 32 ? ~0u : (1u << left) - 1);
+        const __m512i x = _mm512_maskz_loadu_epi16(m, w[r] + i0 + 32 * g);
+        // the row's next chunk, a line a group: 16 short streams otherwise wait on memory
+        if (i0 + task_kc + 32 * g < n) prefetch<0>(reinterpret_cast<const char*>(w[r] + i0 + task_kc + 32 * g));
+        cr.add(x);
+        _mm512_store_si512(wi + r * dwords + 16 * g, _mm512_permutexvar_epi16(perm, x));
+      }
+    const std::uint32_t wr = cr.packed();
+    // pairs = every chunk so far went by pairs, so each running sum is a multiple of 2^-126
+    // (zero or normal): vdpbf16ps reads a subnormal sum as zero, and an earlier chunk
+    // added another way may have left one (test_matmul_tiling's bf16 case 6)
+    pairs = pairs && fma_range::pair_exact(wr, a_range);
+    if (pairs) {
+      // the columns' pairs from their widened floats (a bf16 value's float has zero low
+      // halves): high half element j, low half element j + 16
+      const std::uint32_t* ac[8];
+      for (int c = 0; c < nc; ++c) {
+        std::uint32_t* d = ai + c * dwords;
+        for (int g = 0; g < ng; ++g) {
+          const int left = len - 32 * g;
+          const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+          const auto m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
+          const __m512i x0 = _mm512_castps_si512(_mm512_maskz_loadu_ps(m0, a[c] + i0 + 32 * g));
+          const __m512i x1 = _mm512_castps_si512(_mm512_maskz_loadu_ps(m1, a[c] + i0 + 32 * g + 16));
+          _mm512_store_si512(d + 16 * g, _mm512_or_si512(x0, _mm512_srli_epi32(x1, 16)));
+        }
+        ac[c] = d;
+      }
+      for (int rg = 0; rg < 4; ++rg) {
+        const std::uint32_t* wg = wi + 4 * rg * dwords;
+        __m512* ag = acc + 4 * rg * 8;
+        int c = 0;
+        for (; c + 4 <= nc; c += 4) step<4>(wg, ac + c, ng, ag + c);
+        switch (nc - c) {
+          case 3: step<3>(wg, ac + c, ng, ag + c); break;
+          case 2: step<2>(wg, ac + c, ng, ag + c); break;
+          case 1: step<1>(wg, ac + c, ng, ag + c); break;
+          default: break;
+        }
+      }
+    } else {
+      const int nv = len / 16, rem = len % 16;
+      for (int r = 0; r < 16; ++r) {
+        const gk::bf16* src = w[r] + i0;
+        float* dst = wb + r * task_kc;
+        for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
+        if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
+      }
+      if (fma_range::exact(wr, a_range)) task_chunk<true>(wb, a, nc, i0, nv, rem, acc);
+      else task_chunk<false>(wb, a, nc, i0, nv, rem, acc);
+    }
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < nc; ++c) out[r * nc + c] = reduce_lanes16(acc[r * 8 + c]);
+}
+
+// Whether vdpbf16ps runs here as pair_dot assumes. A CPU with AVX512_BF16 (CPUID leaf 7,
+// subleaf 1, EAX bit 5) whose instruction gives, on a set of sums that round at every
+// step, (acc + p_odd) + p_even bit for bit (one rounding for the three, or the other
+// order, differs: 1 + 2^-24 + 2^-24 is 1 two adds at a time and 1 + 2^-23 at once).
+// GK_CPU_BF16_PAIRS=0 turns the path off (benchmarks compare the two that way).
+GK_PAIR_TARGET inline bool probe() {
+  alignas(64) std::uint16_t x[32], y[32];
+  alignas(64) float acc[16], got[16];
+  std::uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  auto f32 = [](std::uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; };
+  for (int trial = 0; trial < 64; ++trial) {
+    for (int i = 0; i < 32; ++i) {
+      x[i] = static_cast<std::uint16_t>((next() >> 31) << 15 | (117 + next() % 20) << 7 | (next() & 127));
+      y[i] = static_cast<std::uint16_t>((next() >> 31) << 15 | (117 + next() % 20) << 7 | (next() & 127));
+    }
+    for (int j = 0; j < 16; ++j) acc[j] = f32((next() >> 31) << 31 | (117 + next() % 20) << 23 | (next() & 0x7fffff));
+    if (trial == 0) {  // the tie: 1 + 2^-24 + 2^-24
+      acc[0] = 1.0f;
+      x[0] = x[1] = 0x3380;  // 2^-24
+      y[0] = y[1] = 0x3f80;  // 1
+    }
+    _mm512_store_ps(got, _mm512_dpbf16_ps(_mm512_load_ps(acc), reinterpret_cast<__m512bh>(_mm512_load_si512(x)),
+                                          reinterpret_cast<__m512bh>(_mm512_load_si512(y))));
+    for (int j = 0; j < 16; ++j) {
+      const float hi = f32(std::uint32_t{x[2 * j + 1]} << 16) * f32(std::uint32_t{y[2 * j + 1]} << 16);
+      const float lo = f32(std::uint32_t{x[2 * j]} << 16) * f32(std::uint32_t{y[2 * j]} << 16);
+      const float want = (acc[j] + hi) + lo;
+      if (__builtin_memcmp(&want, &got[j], 4) != 0) return false;
+    }
+  }
+  return true;
+}
+inline bool available() {
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!avx512::available() || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
+    if (const char* e = std::getenv("GK_CPU_BF16_PAIRS"); e && e[0] == '0') return false;
+    return probe();
+  }();
+  return ok;
+}
+}  // namespace pair_dot
+
 // f16, 5-8 columns: 4 rows at a time through rows_tile by FMA, columns 0-3 and then the
 // rest, each weight vector widened as loaded (twice a task) instead of a chunk of 16 rows
 // widened into a buffer once (the loop below). AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul
@@ -377,6 +556,9 @@ inline void task(const B* const* w, const float* const* a, int nc, std::int64_t 
   if (task_small<B>(w, a, nc, n, out, add)) return;
   if constexpr (std::is_same_v<B, gk::f16>) {
     if (nc >= 5) return task_f16_wide(w, a, nc, n, out);
+  } else if constexpr (std::is_same_v<B, gk::bf16>) {
+    if (nc >= 5 && add.how == adding::checked && pair_dot::available())
+      return pair_dot::task(w, a, nc, n, out, add.a);
   }
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
@@ -427,6 +609,9 @@ namespace gk {
                        float* out, bool fma) {                                                               \
     using simd::avx512_float_tile::adding;                                                                  \
     simd::avx512_float_tile::task(w, a, nc, n, out, adding{fma ? adding::fma : adding::mul_add});           \
+  }                                                                                                         \
+  static bool checks_itself(int nc) {                                                                        \
+    return ranged && nc >= 5 && simd::avx512_float_tile::pair_dot::available();                              \
   }                                                                                                         \
   static void run_task_checked(const formats::fmt::block* const* w, const float* const* a, int nc,          \
                                std::int64_t n, float* out, std::uint32_t a_range) {                         \
