@@ -481,7 +481,10 @@ GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a,
 // subleaf 1, EAX bit 5) whose instruction gives, on a set of sums that round at every
 // step, (acc + p_odd) + p_even bit for bit (one rounding for the three, or the other
 // order, differs: 1 + 2^-24 + 2^-24 is 1 two adds at a time and 1 + 2^-23 at once).
-// GK_CPU_BF16_PAIRS=0 turns the path off (benchmarks compare the two that way).
+// Taken on CPUs other than Intel's unless GK_CPU_BF16_PAIRS=1: on an Intel Xeon (Sapphire
+// Rapids class, KVM; the 29th session's /tmp microbenchmark) vdpbf16ps issued one every
+// two cycles or so, 43 G products a second against FMA's 88, so pairs would not beat the
+// FMA path there. GK_CPU_BF16_PAIRS=0 turns it off everywhere (benchmarks compare so).
 GK_PAIR_TARGET inline bool probe() {
   alignas(64) std::uint16_t x[32], y[32];
   alignas(64) float acc[16], got[16];
@@ -514,7 +517,9 @@ inline bool available() {
   static const bool ok = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!avx512::available() || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;
-    if (const char* e = std::getenv("GK_CPU_BF16_PAIRS"); e && e[0] == '0') return false;
+    const char* e = std::getenv("GK_CPU_BF16_PAIRS");
+    if (e && e[0] == '0') return false;
+    if (!(e && e[0] == '1') && cpu_is_intel()) return false;
     return probe();
   }();
   return ok;
