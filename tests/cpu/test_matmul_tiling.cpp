@@ -257,7 +257,7 @@ std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
 TEST_CASE("bf16 products outside float's normal range keep the definition's rounding", "[cpu][matmul]") {
   using cpu::matmul::fault;
   for (int which : {0, 1, 2, 3, 4, 5, 6})
-    for (std::int64_t n : {2, 3, 4, 6, 8, 9}) {
+    for (std::int64_t n : {2, 3, 4, 6, 8, 9, 17}) {
       INFO("case " << which << ", " << n << " columns");
       CHECK(bf16_range_mismatches<fault::none>(which, n) == 0);
     }
@@ -385,6 +385,7 @@ TEST_CASE("mul_mat_id picks each token's experts", "[cpu][matmul]") {
   check_mul_mat_id<formats::f16>(64, 37, 41);
   check_mul_mat_id<formats::f16>(300, 37, 41);
   check_mul_mat_id<formats::bf16>(300, 37, 41);
+  check_mul_mat_id<formats::bf16>(300, 37, 15);  // experts of 8 and 7 pairs: avx512's pair tasks, not decoded rows
   check_mul_mat_id<formats::q8_0>(64, 19, 1);
   check_mul_mat_id<formats::q8_0>(64, 19, 2);
   check_mul_mat_id<formats::q5_K>(256, 37, 8);

@@ -99,6 +99,11 @@ concept tiled_tile = requires { requires D::tiled; };
 // D::run_task(w, wide, nc, k, out, fma).
 template <class D>
 concept task_tile = requires { requires D::task; };
+// A task_tile that also keeps each panel's columns in a form of its own, where
+// D::pairs_now(): D::pair_dwords(k) 32-bit words a column, D::pair_column(col, dst, k)
+// (avx512 bf16: pairs for vdpbf16ps).
+template <class D>
+concept pair_tile = task_tile<D> && requires(std::int64_t k) { D::pair_dwords(k); };
 // A ranged task_tile that can also prove its products exact from the rows as it reads them,
 // adding by FMA where that proves it and by mul, add where not:
 // D::run_task_checked(w, wide, nc, k, out, panel_range). For a row block that meets one panel
@@ -113,6 +118,16 @@ template <class D>
 concept decoded_tile = requires { requires D::decoded_rows_tile; };
 // A decoded_tile that decodes a group stored tiled as it lies: D::decode_tiled_rows(group,
 // k, dst) (avx512/dot_tile_iq16.hpp).
+// A decoded_tile that takes the whole panel (D::run_decoded_panel(dec, p, nc, k, out)) rather
+// than column groups (avx512 bf16: its columns' pairs and its range).
+template <class D>
+concept decodes_panel = decoded_tile<D> && requires { requires D::decoded_panel; };
+// Whether a decoded_tile decodes here (avx512 bf16: only where the CPU runs its pair dot).
+template <class D>
+bool decoded_now() {
+  if constexpr (requires { D::decoded_now(); }) return D::decoded_now();
+  else return true;
+}
 template <class D>
 concept decodes_tiled = requires(const void* g, std::int64_t k, void* d) { D::decode_tiled_rows(g, k, d); };
 // Whether D puts a tiled group back into rows first (scratch `untiled`, tile_rows rows):
@@ -136,19 +151,33 @@ enum class fault { none, tile_offset, dropped_tail, panel_key_cb_only, unguarded
 // Activation rows of b encoded as A blocks, or pointers straight into b when b already is
 // packed rows of A.
 // wide: for a task_tile, the columns widened to f32 (wide[0] null where not), range their
-// code range merged.
+// code range merged; pairs: for a pair_tile, the columns' pairs (pairs[0] null where not).
 template <class A>
 struct panel {
   const typename A::block* col[tile_cols];
   const float* wide[tile_cols];
+  const std::uint32_t* pairs[tile_cols];
   std::uint32_t range;
 };
 
-// Widens p's nc columns into store (tile_cols * k floats) for a task_tile D, or marks p
-// unwidened.
+// The floats of a panel's widened store for a task_tile D: tile_cols columns of k floats,
+// then (a pair_tile) tile_cols columns of D::pair_dwords(k) words from a 64-byte boundary.
+template <class D>
+std::size_t wide_floats(std::int64_t k) {
+  std::size_t f = 0;
+  if constexpr (task_tile<D>) {
+    f = (static_cast<std::size_t>(tile_cols * k) + 15) / 16 * 16;
+    if constexpr (pair_tile<D>) f += static_cast<std::size_t>(tile_cols * ((D::pair_dwords(k) + 15) / 16 * 16));
+  }
+  return f;
+}
+
+// Widens p's nc columns into store (wide_floats<D>(k) floats, 64-byte aligned) for a
+// task_tile D, and forms their pairs there for a pair_tile, or marks p unwidened.
 template <class D, class A>
 inline void widen_panel(panel<A>& p, std::int64_t nc, std::int64_t k, float* store) {
   p.wide[0] = nullptr;
+  p.pairs[0] = nullptr;
   if constexpr (task_tile<D>) {
     if (!store) return;
     std::uint32_t r = simd::fma_range::empty;
@@ -158,6 +187,17 @@ inline void widen_panel(panel<A>& p, std::int64_t nc, std::int64_t k, float* sto
       p.wide[c] = dst;
     }
     p.range = r;
+    if constexpr (pair_tile<D>) {
+      if (D::pairs_now()) {
+        auto* pairs = reinterpret_cast<std::uint32_t*>(store + (static_cast<std::size_t>(tile_cols * k) + 15) / 16 * 16);
+        const auto stride = static_cast<std::size_t>((D::pair_dwords(k) + 15) / 16 * 16);
+        for (std::int64_t c = 0; c < nc; ++c) {
+          std::uint32_t* dst = pairs + static_cast<std::size_t>(c) * stride;
+          D::pair_column(p.col[c], dst, k);
+          p.pairs[c] = dst;
+        }
+      }
+    }
   }
 }
 
@@ -314,8 +354,15 @@ void column_groups(std::int64_t nc, std::int64_t nr, float* const* ycol, std::in
 template <class D, class A>
 void rows_block_decoded(const void* dec, const panel<A>& p, float* const* ycol, std::int64_t row0, std::int64_t nc,
                         std::int64_t k) {
-  column_groups(nc, tile_rows, ycol, row0,
-                [&]<int C>(std::int64_t c, float* o) { D::template run_decoded<C>(dec, p.col + c, k, o); });
+  if constexpr (decodes_panel<D>) {
+    float o[tile_rows * tile_cols];
+    D::run_decoded_panel(dec, p, static_cast<int>(nc), k, o);
+    for (std::int64_t j = 0; j < tile_rows; ++j)
+      for (std::int64_t i = 0; i < nc; ++i) ycol[i][row0 + j] = o[j * nc + i];
+  } else {
+    column_groups(nc, tile_rows, ycol, row0,
+                  [&]<int C>(std::int64_t c, float* o) { D::template run_decoded<C>(dec, p.col + c, k, o); });
+  }
 }
 
 // Decodes the tile_rows weight rows from row0 of slab (i2, i3) of a into dec for the
@@ -369,7 +416,7 @@ void rows_block_plain(Wrow&& wrow, const panel<typename W::dot_type>& p, float* 
         bool own = !wcache;
         if constexpr (requires { tile::checks_itself(0); }) own = own || tile::checks_itself(static_cast<int>(nc));
         if (own && F != fault::unguarded_fma) {
-          tile::run_task_checked(w, p.wide, static_cast<int>(nc), k, o, p.range);
+          tile::run_task_checked(w, p.wide, p.pairs, static_cast<int>(nc), k, o, p.range);
           return store();
         }
       }
@@ -471,7 +518,7 @@ void mul_mat(const exec& ex, tensor* dst) {
   const std::size_t panel_size = static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k);
   // a task_tile's panels carry their columns widened too (prompts only)
   const bool widened = task_tile<tile> && n >= 2;
-  const std::size_t wide_size = widened ? static_cast<std::size_t>(tile_cols * k) * sizeof(float) : 0;
+  const std::size_t wide_size = widened ? wide_floats<tile>(k) * sizeof(float) : 0;
   const std::int64_t group =
       b_is_native<A>(b) && !widened
           ? n_cb
@@ -489,7 +536,7 @@ void mul_mat(const exec& ex, tensor* dst) {
   auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
   auto* keys = ex.scr->get<std::int64_t>(3, 3 * static_cast<std::size_t>(group));
   std::fill(keys, keys + 3 * group, std::int64_t{-1});
-  float* wide = widened ? ex.scr->get<float>(6, static_cast<std::size_t>(group * tile_cols * k)) : nullptr;
+  float* wide = widened ? ex.scr->get<float>(6, static_cast<std::size_t>(group) * wide_floats<tile>(k)) : nullptr;
   // a ranged task_tile's row block code ranges, by (row block, weight slab); 0: not known yet.
   // None where each row block meets one panel only (one column block, no broadcast slabs)
   // and the tile proves its products exact as it goes (checked_task_tile).
@@ -548,7 +595,7 @@ void mul_mat(const exec& ex, tensor* dst) {
                                : nullptr,
                          fbuf);
       widen_panel<tile>(p, std::min(tile_cols, n - c0), k,
-                        wide ? wide + static_cast<std::size_t>(slot * tile_cols * k) : nullptr);
+                        wide ? wide + static_cast<std::size_t>(slot) * wide_floats<tile>(k) : nullptr);
       key[0] = cb;
       key[1] = i2;
       key[2] = i3;
@@ -572,7 +619,8 @@ void mul_mat(const exec& ex, tensor* dst) {
   // last whole one goes through the tile as it is. Outputs are the same bits either way.
   if constexpr (decoded_tile<tile>) {
     static_assert(tile::decoded_rows == tile_rows);
-    if (n >= tile::decoded_min_n) {
+    // (not for the control that adds by FMA unproved: a decoded_tile proves its own adds)
+    if (n >= tile::decoded_min_n && decoded_now<tile>() && F != fault::unguarded_fma) {
       void* dec = ex.scr->get<unsigned char>(8, tile::decoded_bytes(k));
       const std::int64_t n_groups = (n_cb + group - 1) / group, per_slab = n_rb * n_groups;
       for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < per_slab * ne2 * ne3;
@@ -655,7 +703,7 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   const std::size_t stride = gk::row_size(A::id, k) / sizeof(typename A::block);
   using tile = dot_tile<W, T>;
   const std::size_t panel_size = static_cast<std::size_t>(tile_cols) * gk::row_size(A::id, k);
-  const std::size_t wide_size = task_tile<tile> ? static_cast<std::size_t>(tile_cols * k) * sizeof(float) : 0;
+  const std::size_t wide_size = wide_floats<tile>(k) * sizeof(float);
   const std::int64_t group = std::clamp<std::int64_t>(static_cast<std::int64_t>(panel_bytes / (panel_size + wide_size)), 1,
                                                       std::max<std::int64_t>(n_cb, 1));
   const std::int64_t sr = std::max<std::int64_t>(
@@ -665,7 +713,7 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   auto* panels = ex.scr->get<panel<A>>(2, static_cast<std::size_t>(group));
   auto* keys = ex.scr->get<std::int64_t>(3, static_cast<std::size_t>(group));
   std::fill(keys, keys + group, std::int64_t{-1});
-  float* wide = task_tile<tile> ? ex.scr->get<float>(6, static_cast<std::size_t>(group * tile_cols * k)) : nullptr;
+  float* wide = task_tile<tile> ? ex.scr->get<float>(6, static_cast<std::size_t>(group) * wide_floats<tile>(k)) : nullptr;
   std::uint32_t* wcache = nullptr;  // as mul_mat's, by (row block, expert)
   if constexpr (task_tile<tile>) {
     if (tile::ranged) {
@@ -695,7 +743,7 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
                                        fbuf);
     }
     if (keys[slot] != gcb)
-      widen_panel<tile>(p, nc, k, wide ? wide + static_cast<std::size_t>(slot * tile_cols * k) : nullptr);
+      widen_panel<tile>(p, nc, k, wide ? wide + static_cast<std::size_t>(slot) * wide_floats<tile>(k) : nullptr);
     keys[slot] = gcb;
     const std::int64_t row0 = rb * tile_rows;
     if constexpr (decoded_tile<tile>) {
@@ -712,24 +760,25 @@ void mul_mat_id_grouped(const exec& ex, tensor* dst) {
   // of its column blocks, the rows decoded once where the expert has decoded_min_n pairs or
   // more (gbs[e]: its first group, counted over the experts before it).
   if constexpr (decoded_tile<tile>) {
-    static_assert(!task_tile<tile>);  // scratch slot 6
-    void* dec = ex.scr->get<unsigned char>(8, tile::decoded_bytes(k));
-    std::int64_t* gbs = ex.scr->get<std::int64_t>(6, static_cast<std::size_t>(n_as + 1));
-    gbs[0] = 0;
-    for (std::int64_t e = 0; e < n_as; ++e) gbs[e + 1] = gbs[e] + (cbs[e + 1] - cbs[e] + group - 1) / group;
-    for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < gbs[n_as] * n_rb;
-         t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
-      const std::int64_t e = std::upper_bound(gbs, gbs + n_as + 1, t / n_rb) - gbs - 1;
-      const std::int64_t u = t - gbs[e] * n_rb, gi = u / n_rb, rb = u % n_rb, row0 = rb * tile_rows;
-      const void* rows_dec = nullptr;
-      if (first[e + 1] - first[e] >= tile::decoded_min_n && row0 + tile_rows <= m) {
-        decode_row_block<W, tile>(as, row0, e, 0, k, untiled, dec);
-        rows_dec = dec;
+    if (decoded_now<tile>()) {
+      void* dec = ex.scr->get<unsigned char>(8, tile::decoded_bytes(k));
+      std::int64_t* gbs = ex.scr->get<std::int64_t>(9, static_cast<std::size_t>(n_as + 1));
+      gbs[0] = 0;
+      for (std::int64_t e = 0; e < n_as; ++e) gbs[e + 1] = gbs[e] + (cbs[e + 1] - cbs[e] + group - 1) / group;
+      for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < gbs[n_as] * n_rb;
+           t = ex.counter->fetch_add(1, std::memory_order_relaxed)) {
+        const std::int64_t e = std::upper_bound(gbs, gbs + n_as + 1, t / n_rb) - gbs - 1;
+        const std::int64_t u = t - gbs[e] * n_rb, gi = u / n_rb, rb = u % n_rb, row0 = rb * tile_rows;
+        const void* rows_dec = nullptr;
+        if (first[e + 1] - first[e] >= tile::decoded_min_n && row0 + tile_rows <= m) {
+          decode_row_block<W, tile>(as, row0, e, 0, k, untiled, dec);
+          rows_dec = dec;
+        }
+        for (std::int64_t cb = gi * group; cb < std::min(cbs[e + 1] - cbs[e], (gi + 1) * group); ++cb)
+          run_task(e, rb, cb, rows_dec);
       }
-      for (std::int64_t cb = gi * group; cb < std::min(cbs[e + 1] - cbs[e], (gi + 1) * group); ++cb)
-        run_task(e, rb, cb, rows_dec);
+      return;
     }
-    return;
   }
 
   for (std::int64_t t = ex.counter->fetch_add(1, std::memory_order_relaxed); t < n_tasks;

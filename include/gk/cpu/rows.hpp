@@ -24,7 +24,7 @@ namespace gk::cpu {
 // for the life of the pool, so steady-state compute allocates nothing.
 class scratch {
  public:
-  static constexpr int slots = 9;
+  static constexpr int slots = 10;
   template <class T>
   T* get(int slot, std::size_t n) {
     auto& v = buf_[slot];

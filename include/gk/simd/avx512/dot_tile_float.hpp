@@ -323,6 +323,7 @@ inline void task_chunk(const float* wb, const float* const* a, int nc, std::int6
 struct adding {
   enum how_t { mul_add, fma, checked } how;
   std::uint32_t a = 0;  // checked: the panel's code range
+  const std::uint32_t* const* pairs = nullptr;  // checked bf16: the columns' pairs (pair_dot), if formed
 };
 
 template <class B, int C>
@@ -343,25 +344,30 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
   }
 }
 
-// bf16 tasks of 5-8 columns by the AVX512_BF16 pair dot, where the CPU has it (pair_dot).
-// vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and then that of
-// the low halves. With element j of each 32 in the high half and element j + 16 in the low
-// half, lane j adds the products of elements j, j + 16, j + 32, ... in index order: the
-// definition's lane j (float_row::dot). Each add is one FMA of an exact product, so it is
-// the definition's add wherever fma_range::pair_exact holds (no subnormal codes, products
-// multiples of 2^-126); a 256-element chunk of a task goes this way where its 16 rows'
-// codes prove it against the panel's range and every chunk before it went so too,
-// otherwise as `task` adds it (by FMA where fma_range::exact proves that, else mul, add).
-// The rows' codes are interleaved into pairs (vpermw) and ranged a chunk at a time, the
-// columns' from their widened floats once a chunk, per task.
+// bf16 prompts of 5 columns and more by the AVX512_BF16 pair dot, where the CPU has it
+// (pair_dot). vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and
+// then that of the low halves. With element j of each 32 in the high half and element j + 16
+// in the low half, lane j adds the products of elements j, j + 16, j + 32, ... in index
+// order: the definition's lane j (float_row::dot). Each add is one FMA of an exact product,
+// so it is the definition's add wherever fma_range::pair_exact holds (no subnormal codes,
+// products multiples of 2^-126); a 256-element chunk goes this way where its 16 rows' codes
+// prove it against the panel's range and every chunk before it went so too, otherwise as
+// `task` adds it (by FMA where fma_range::exact proves that, else mul, add).
+// The columns go into pairs (vpermw) once a panel (cpu/matmul.hpp pair_tile). The rows go
+// into pairs and are ranged a chunk at a time: per task for 5-8 columns (`task`), once per
+// row block for all its column blocks from 9 columns (`decode_rows`, `run_decoded`).
 // AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul GK_BENCH_FORMATS=bf16, gk/ref one / two
 // threads, two rounds each: pairs off (GK_CPU_BF16_PAIRS=0) | pairs, rows not prefetched |
 // pairs with the prefetch below: N 6 0.53-0.57 / 0.79-0.82 | 0.55-0.77 / 0.62-1.17 | 1.01 /
 // 0.83-0.94; N 8 0.59 / 0.58-0.74 | 0.59-0.77 / 1.04-1.11 | 0.93-1.01 / 0.94-0.97; N 64
 // 0.57-0.59 / 0.58-0.59 | 0.66-0.68 / 0.60-0.67 | 0.64-0.66 / 0.63; mul_mat_id (8 experts,
-// 64 tokens) 1.30-1.32 / 1.21 | 1.06-1.12 / 0.95-1.06 | 1.46-1.48 / 1.43. Below 1.0 at N 64: each task
-// interleaves its rows again for every column block (8 at N 64); caching the interleaved
-// rows per row block, as decoded_tile does for the lattice formats, is the next step.
+// 64 tokens) 1.30-1.32 / 1.21 | 1.06-1.12 / 0.95-1.06 | 1.46-1.48 / 1.43. Then (2026-12-07,
+// two rounds alternating binaries) columns once a panel and rows once a row block, from
+// rows and columns once a task: N 6 1.05-1.09 / 0.96-1.01 -> 1.13-1.22 / 1.15-1.23, N 8
+// 1.06-1.09 / 1.00 -> 1.10-1.15 / 1.17-1.20, N 17 0.68 / 0.65-0.67 -> 0.93-0.94 / 0.89, N 64
+// 0.66-0.67 / 0.63-0.65 -> 1.17-1.21 / 1.12-1.20, mul_mat_id 1.48-1.49 / 1.37-1.43 -> 1.80 /
+// 1.73-1.78. N 17 (column blocks of 8, 8 and 1) stays below: a block of one column reads
+// its rows for 4 products a load.
 #if defined(__GNUC__)
 #define GK_PAIR_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,fma,f16c")))
 #else
@@ -404,51 +410,61 @@ GK_PAIR_TARGET inline void step(const std::uint32_t* w, const std::uint32_t* con
     for (int c = 0; c < C; ++c) acc[r * 8 + c] = s[r * C + c];
 }
 
-// out[r * nc + c] as task's, 16 rows, 1 <= nc <= 8; a_range: the panel's code range
-GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a, int nc, std::int64_t n, float* out,
-                                std::uint32_t a_range) {
-  alignas(64) std::uint32_t wi[16 * dwords], ai[8 * dwords];
+// A column's pairs (pair_dwords(n) 32-bit words at dst, 64-byte aligned) from its n bf16
+// codes: per 32 codes, word j holds code j in its high half and code j + 16 in its low
+// half (vpermw by `interleave`); codes past n are zero.
+inline std::int64_t pair_dwords(std::int64_t n) { return (n + 31) / 32 * 16; }
+GK_PAIR_TARGET inline void pair_column(const gk::bf16* col, std::uint32_t* dst, std::int64_t n) {
+  const __m512i perm = _mm512_load_si512(interleave);
+  for (std::int64_t i = 0; i < n; i += 32) {
+    const auto m = static_cast<__mmask32>(n - i >= 32 ? ~0u : (1u << (n - i)) - 1);
+    _mm512_store_si512(dst + i / 2, _mm512_permutexvar_epi16(perm, _mm512_maskz_loadu_epi16(m, col + i)));
+  }
+}
+
+// Chunk i0 (len codes) of 16 rows w[r] interleaved into wi (row r at wi + r * dwords), the
+// next chunk's lines prefetched; returns the chunk's code range.
+GK_PAIR_TARGET inline std::uint32_t interleave_chunk(const gk::bf16* const* w, std::int64_t i0, int len, std::int64_t n,
+                                                     std::uint32_t* wi) {
+  const __m512i perm = _mm512_load_si512(interleave);
+  const int ng = (len + 31) / 32;
+  code_range cr;
+  for (int r = 0; r < 16; ++r)
+    for (int g = 0; g < ng; ++g) {
+      const int left = len - 32 * g;
+      const auto m = static_cast<__mmask32>(left >= 32 ? ~0u : (1u << left) - 1);
+      const __m512i x = _mm512_maskz_loadu_epi16(m, w[r] + i0 + 32 * g);
+      // the row's next chunk, a line a group: 16 short streams otherwise wait on memory
+      if (i0 + task_kc + 32 * g < n) prefetch<0>(reinterpret_cast<const char*>(w[r] + i0 + task_kc + 32 * g));
+      cr.add(x);
+      _mm512_store_si512(wi + r * dwords + 16 * g, _mm512_permutexvar_epi16(perm, x));
+    }
+  return cr.packed();
+}
+
+// 16 rows w against nc <= 8 columns (a: widened, ap: their pairs) into out[r * nc + c],
+// chunk by chunk: rows(i0, len, wi) gives chunk i0's interleaved rows (the chunk's code
+// range in *wr). a_range: the panel's code range.
+template <class Rows>
+GK_PAIR_TARGET inline void run(Rows&& rows, const gk::bf16* const* w, const float* const* a,
+                               const std::uint32_t* const* ap, int nc, std::int64_t n, float* out,
+                               std::uint32_t a_range) {
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
 #pragma GCC unroll 16
   for (int j = 0; j < 16 * 8; ++j) acc[j] = _mm512_setzero_ps();
-  const __m512i perm = _mm512_load_si512(interleave);
   bool pairs = true;
   for (std::int64_t i0 = 0; i0 < n; i0 += task_kc) {
     const int len = static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc), ng = (len + 31) / 32;
-    // the chunk's rows: their code range, and their codes interleaved into pairs
-    code_range cr;
-    for (int r = 0; r < 16; ++r)
-      for (int g = 0; g < ng; ++g) {
-        const int left = len - 32 * g;
-        const auto m = static_cast<__mmask32>(left >= 32 ? ~0u : (1u << left) - 1);
-        const __m512i x = _mm512_maskz_loadu_epi16(m, w[r] + i0 + 32 * g);
-        // the row's next chunk, a line a group: 16 short streams otherwise wait on memory
-        if (i0 + task_kc + 32 * g < n) prefetch<0>(reinterpret_cast<const char*>(w[r] + i0 + task_kc + 32 * g));
-        cr.add(x);
-        _mm512_store_si512(wi + r * dwords + 16 * g, _mm512_permutexvar_epi16(perm, x));
-      }
-    const std::uint32_t wr = cr.packed();
+    std::uint32_t wr;
+    const std::uint32_t* wi = rows(i0, len, &wr);
     // pairs = every chunk so far went by pairs, so each running sum is a multiple of 2^-126
     // (zero or normal): vdpbf16ps reads a subnormal sum as zero, and an earlier chunk
     // added another way may have left one (test_matmul_tiling's bf16 case 6)
     pairs = pairs && fma_range::pair_exact(wr, a_range);
     if (pairs) {
-      // the columns' pairs from their widened floats (a bf16 value's float has zero low
-      // halves): high half element j, low half element j + 16
       const std::uint32_t* ac[8];
-      for (int c = 0; c < nc; ++c) {
-        std::uint32_t* d = ai + c * dwords;
-        for (int g = 0; g < ng; ++g) {
-          const int left = len - 32 * g;
-          const auto m0 = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
-          const auto m1 = static_cast<__mmask16>(left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1);
-          const __m512i x0 = _mm512_castps_si512(_mm512_maskz_loadu_ps(m0, a[c] + i0 + 32 * g));
-          const __m512i x1 = _mm512_castps_si512(_mm512_maskz_loadu_ps(m1, a[c] + i0 + 32 * g + 16));
-          _mm512_store_si512(d + 16 * g, _mm512_or_si512(x0, _mm512_srli_epi32(x1, 16)));
-        }
-        ac[c] = d;
-      }
+      for (int c = 0; c < nc; ++c) ac[c] = ap[c] + i0 / 2;
       for (int rg = 0; rg < 4; ++rg) {
         const std::uint32_t* wg = wi + 4 * rg * dwords;
         __m512* ag = acc + 4 * rg * 8;
@@ -475,6 +491,48 @@ GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a,
   }
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < nc; ++c) out[r * nc + c] = reduce_lanes16(acc[r * 8 + c]);
+}
+
+// out[r * nc + c] as task's, 16 rows, 1 <= nc <= 8, the rows interleaved a chunk at a time
+GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a, const std::uint32_t* const* ap,
+                                int nc, std::int64_t n, float* out, std::uint32_t a_range) {
+  alignas(64) std::uint32_t wi[16 * dwords];
+  run([&](std::int64_t i0, int len, std::uint32_t* wr) { *wr = interleave_chunk(w, i0, len, n, wi); return wi; }, w,
+      a, ap, nc, n, out, a_range);
+}
+
+// A row block decoded once for all its column blocks (cpu/matmul.hpp decoded_tile): the 16
+// row pointers (a chunk that cannot go by pairs reads its rows as they are), each chunk's
+// code range, then the chunks interleaved (chunk q's row r at chunk q + r * dwords).
+struct decoded_head {
+  const gk::bf16* rows[16];
+};
+inline std::int64_t chunks(std::int64_t n) { return (n + task_kc - 1) / task_kc; }
+inline std::size_t ranges_bytes(std::int64_t n) { return (static_cast<std::size_t>(chunks(n)) * 4 + 63) / 64 * 64; }
+inline std::size_t decoded_bytes(std::int64_t n) {
+  return sizeof(decoded_head) + ranges_bytes(n) + static_cast<std::size_t>(chunks(n)) * 16 * dwords * 4;
+}
+GK_PAIR_TARGET inline void decode_rows(const gk::bf16* const* w, std::int64_t n, void* dst) {
+  auto* head = static_cast<decoded_head*>(dst);
+  auto* range = reinterpret_cast<std::uint32_t*>(head + 1);
+  auto* wi = reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(range) + ranges_bytes(n));
+  for (int r = 0; r < 16; ++r) head->rows[r] = w[r];
+  for (std::int64_t q = 0; q < chunks(n); ++q) {
+    const std::int64_t i0 = q * task_kc;
+    range[q] = interleave_chunk(w, i0, static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc), n, wi + q * 16 * dwords);
+  }
+}
+GK_PAIR_TARGET inline void run_decoded(const void* dec, const float* const* a, const std::uint32_t* const* ap, int nc,
+                                       std::int64_t n, float* out, std::uint32_t a_range) {
+  const auto* head = static_cast<const decoded_head*>(dec);
+  const auto* range = reinterpret_cast<const std::uint32_t*>(head + 1);
+  const auto* wi = reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const char*>(range) + ranges_bytes(n));
+  run(
+      [&](std::int64_t i0, int, std::uint32_t* wr) {
+        *wr = range[i0 / task_kc];
+        return wi + i0 / task_kc * 16 * dwords;
+      },
+      head->rows, a, ap, nc, n, out, a_range);
 }
 
 // Whether vdpbf16ps runs here as pair_dot assumes. A CPU with AVX512_BF16 (CPUID leaf 7,
@@ -562,8 +620,8 @@ inline void task(const B* const* w, const float* const* a, int nc, std::int64_t 
   if constexpr (std::is_same_v<B, gk::f16>) {
     if (nc >= 5) return task_f16_wide(w, a, nc, n, out);
   } else if constexpr (std::is_same_v<B, gk::bf16>) {
-    if (nc >= 5 && add.how == adding::checked && pair_dot::available())
-      return pair_dot::task(w, a, nc, n, out, add.a);
+    if (nc >= 5 && add.how == adding::checked && add.pairs && add.pairs[0])
+      return pair_dot::task(w, a, add.pairs, nc, n, out, add.a);
   }
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
@@ -618,10 +676,36 @@ namespace gk {
   static bool checks_itself(int nc) {                                                                        \
     return ranged && nc >= 5 && simd::avx512_float_tile::pair_dot::available();                              \
   }                                                                                                         \
-  static void run_task_checked(const formats::fmt::block* const* w, const float* const* a, int nc,          \
-                               std::int64_t n, float* out, std::uint32_t a_range) {                         \
+  static void run_task_checked(const formats::fmt::block* const* w, const float* const* a,                  \
+                               const std::uint32_t* const* pairs, int nc, std::int64_t n, float* out,      \
+                               std::uint32_t a_range) {                                                    \
     using simd::avx512_float_tile::adding;                                                                  \
-    simd::avx512_float_tile::task(w, a, nc, n, out, adding{adding::checked, a_range});                      \
+    simd::avx512_float_tile::task(w, a, nc, n, out, adding{adding::checked, a_range, pairs});               \
+  }
+
+// bf16's pair dot (pair_dot) where the CPU runs it: each panel's columns in pairs once
+// (cpu/matmul.hpp pair_tile), and for 9 columns and more each row block interleaved once for
+// all its column blocks (decoded_tile) rather than once a task. AMD EPYC (Zen 5, KVM, 2
+// cores), bench_matmul bf16 4096 x 4096 N 64, one / two threads, as a bound: 170 / 319-332
+// GFLOP/s with rows and columns interleaved per task, 278-282 / 549 with the rows' work
+// skipped, 403-405 / 799-810 with the columns' skipped too (the reference: 257-269 /
+// 516-542).
+#define GK_AVX512_BF16_PAIRS                                                                                   \
+  static bool pairs_now() { return simd::avx512_float_tile::pair_dot::available(); }                           \
+  static std::int64_t pair_dwords(std::int64_t n) { return simd::avx512_float_tile::pair_dot::pair_dwords(n); } \
+  static void pair_column(const formats::bf16::block* col, std::uint32_t* dst, std::int64_t n) {               \
+    simd::avx512_float_tile::pair_dot::pair_column(col, dst, n);                                               \
+  }                                                                                                            \
+  static constexpr bool decoded_rows_tile = true, decoded_panel = true;                                        \
+  static constexpr std::int64_t decoded_rows = 16, decoded_min_n = 9;                                          \
+  static bool decoded_now() { return pairs_now(); }                                                            \
+  static std::size_t decoded_bytes(std::int64_t k) { return simd::avx512_float_tile::pair_dot::decoded_bytes(k); } \
+  static void decode_rows(const formats::bf16::block* const* w, std::int64_t k, void* dst) {                   \
+    simd::avx512_float_tile::pair_dot::decode_rows(w, k, dst);                                                 \
+  }                                                                                                            \
+  template <class P>                                                                                           \
+  static void run_decoded_panel(const void* dec, const P& p, int nc, std::int64_t k, float* out) {             \
+    simd::avx512_float_tile::pair_dot::run_decoded(dec, p.wide, p.pairs, nc, k, out, p.range);                 \
   }
 
 #define GK_AVX512_FLOAT_TILE(fmt, path, nr, extra)                                                                    \
@@ -660,10 +744,11 @@ namespace gk {
 // own row ends (instead of 12 KiB ahead in memory order) measured no better.
 GK_AVX512_FLOAT_TILE(f32, decode_path::tile, 4, )
 GK_AVX512_FLOAT_TILE(f16, decode_path::tile_on_intel, 2, GK_AVX512_FLOAT_TASK(f16))
-GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel, 2, GK_AVX512_FLOAT_TASK(bf16))
+GK_AVX512_FLOAT_TILE(bf16, decode_path::tile_on_intel, 2, GK_AVX512_FLOAT_TASK(bf16) GK_AVX512_BF16_PAIRS)
 
 #undef GK_AVX512_FLOAT_TILE
 #undef GK_AVX512_FLOAT_TASK
+#undef GK_AVX512_BF16_PAIRS
 
 }  // namespace gk
 
