@@ -171,6 +171,7 @@ struct runner {
 // data the task runs 87-109 (bf16 by mul, add: 66-81); task_kc 128 or 512 and bf16 widened
 // by one vpermw instead of a zero-extend and shift measured the same.
 inline constexpr int task_kc = 256;
+inline std::int64_t chunks(std::int64_t n) { return (n + task_kc - 1) / task_kc; }  // of task_kc
 
 // The code range (simd/fma_range.hpp) of a run of 16-bit float codes.
 struct code_range {
@@ -225,10 +226,11 @@ inline std::uint32_t widen(const B* src, float* dst, std::int64_t n) {
 // bound the task at half the FMA rate on an AMD EPYC (Zen 5; perf annotate of task<f16>).
 inline void pin(__m512& x) { asm("" : "+v"(x)); }
 
-// 4 weight rows (wb, task_kc floats apart) by C widened columns a[c], elements [0, 16 nv)
-// plus a tail of rem under a mask, into acc[r * 8 + c]
-template <int C, bool Fma>
-inline void task_step(const float* wb, const float* const* a, std::int64_t i0, int nv, int rem, __m512* acc) {
+// 4 weight rows (wl(r, v, m): row r's elements [16 v, 16 v + 16) of the chunk as floats,
+// lanes off m zero) by C widened columns a[c], elements [0, 16 nv) plus a tail of rem under
+// a mask, into acc[r * 8 + c]
+template <int C, bool Fma, class Wl>
+inline void task_step(Wl&& wl, const float* const* a, std::int64_t i0, int nv, int rem, __m512* acc) {
   __m512 s[4 * C];
 #pragma GCC unroll 16
   for (int r = 0; r < 4; ++r)
@@ -236,28 +238,28 @@ inline void task_step(const float* wb, const float* const* a, std::int64_t i0, i
     for (int c = 0; c < C; ++c) s[r * C + c] = acc[r * 8 + c];
   for (int v = 0; v < nv; ++v) {
     __m512 wv[4];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < 4; ++r) {
-      wv[r] = _mm512_load_ps(wb + r * task_kc + 16 * v);
+      wv[r] = wl(r, v, static_cast<__mmask16>(0xffff));
       pin(wv[r]);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       __m512 av = _mm512_loadu_ps(a[c] + i0 + 16 * v);
       pin(av);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < 4; ++r)
         s[r * C + c] = Fma ? _mm512_fmadd_ps(wv[r], av, s[r * C + c]) : _mm512_add_ps(s[r * C + c], _mm512_mul_ps(wv[r], av));
     }
   }
   if (rem) {
     const auto m = static_cast<__mmask16>((1u << rem) - 1);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const __m512 av = _mm512_maskz_loadu_ps(m, a[c] + i0 + 16 * nv);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int r = 0; r < 4; ++r) {
-        const __m512 wv = _mm512_load_ps(wb + r * task_kc + 16 * nv);
+        const __m512 wv = wl(r, nv, m);
         s[r * C + c] = Fma ? _mm512_mask3_fmadd_ps(wv, av, s[r * C + c], m)
                            : _mm512_mask_add_ps(s[r * C + c], m, s[r * C + c], _mm512_mul_ps(wv, av));
       }
@@ -268,20 +270,46 @@ inline void task_step(const float* wb, const float* const* a, std::int64_t i0, i
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) acc[r * 8 + c] = s[r * C + c];
 }
-template <bool Fma>
-inline void task_chunk(const float* wb, const float* const* a, int nc, std::int64_t i0, int nv, int rem, __m512* acc) {
-  for (int rg = 0; rg < 4; ++rg) {
-    const float* w = wb + 4 * rg * task_kc;
-    __m512* ac = acc + 4 * rg * 8;
+// A chunk of 16 rows by nc columns, 4 rows at a time (wlg(r0): the task_step loader of rows
+// r0, r0 + 1, ...)
+template <bool Fma, class Wlg>
+inline void chunk_of(Wlg&& wlg, const float* const* a, int nc, std::int64_t i0, int nv, int rem, __m512* acc) {
+  for (int r0 = 0; r0 < 16; r0 += 4) {
+    auto wl = wlg(r0);
+    __m512* ac = acc + r0 * 8;
     int c = 0;
-    for (; c + 4 <= nc; c += 4) task_step<4, Fma>(w, a + c, i0, nv, rem, ac + c);
+    for (; c + 4 <= nc; c += 4) task_step<4, Fma>(wl, a + c, i0, nv, rem, ac + c);
     switch (nc - c) {
-      case 3: task_step<3, Fma>(w, a + c, i0, nv, rem, ac + c); break;
-      case 2: task_step<2, Fma>(w, a + c, i0, nv, rem, ac + c); break;
-      case 1: task_step<1, Fma>(w, a + c, i0, nv, rem, ac + c); break;
+      case 3: task_step<3, Fma>(wl, a + c, i0, nv, rem, ac + c); break;
+      case 2: task_step<2, Fma>(wl, a + c, i0, nv, rem, ac + c); break;
+      case 1: task_step<1, Fma>(wl, a + c, i0, nv, rem, ac + c); break;
       default: break;
     }
   }
+}
+// ... from the rows widened into wb (task_kc floats apart)
+template <bool Fma>
+inline void task_chunk(const float* wb, const float* const* a, int nc, std::int64_t i0, int nv, int rem, __m512* acc) {
+  chunk_of<Fma>(
+      [wb](int r0) {
+        return [w = wb + r0 * task_kc](int r, int v, __mmask16) { return _mm512_load_ps(w + r * task_kc + 16 * v); };
+      },
+      a, nc, i0, nv, rem, acc);
+}
+// ... from the rows w as they lie, each 16 codes widened as loaded, the rows' next chunk
+// prefetched (n: the row length)
+template <bool Fma, class B>
+inline void task_chunk_rows(const B* const* w, const float* const* a, int nc, std::int64_t i0, int nv, int rem,
+                            std::int64_t n, __m512* acc) {
+  constexpr int line = 64 / sizeof(B);
+  if (i0 + task_kc < n)
+    for (int r = 0; r < 16; ++r)
+      for (int i = 0; i < task_kc; i += line) prefetch<0>(reinterpret_cast<const char*>(w[r] + i0 + task_kc + i));
+  chunk_of<Fma>(
+      [w, i0](int r0) {
+        return [wr = w + r0, i0](int r, int v, __mmask16 m) { return load_f32x16(wr[r] + i0 + 16 * v, m); };
+      },
+      a, nc, i0, nv, rem, acc);
 }
 // A task of 2-4 columns goes 4 rows at a time through rows_tile (the rows read as they lie
 // and prefetched ahead, the columns widened once per panel) instead of widening
@@ -507,7 +535,6 @@ GK_PAIR_TARGET inline void task(const gk::bf16* const* w, const float* const* a,
 struct decoded_head {
   const gk::bf16* rows[16];
 };
-inline std::int64_t chunks(std::int64_t n) { return (n + task_kc - 1) / task_kc; }
 inline std::size_t ranges_bytes(std::int64_t n) { return (static_cast<std::size_t>(chunks(n)) * 4 + 63) / 64 * 64; }
 inline std::size_t decoded_bytes(std::int64_t n) {
   return sizeof(decoded_head) + ranges_bytes(n) + static_cast<std::size_t>(chunks(n)) * 16 * dwords * 4;
@@ -584,32 +611,38 @@ inline bool available() {
 }
 }  // namespace pair_dot
 
-// f16, 5-8 columns: 4 rows at a time through rows_tile by FMA, columns 0-3 and then the
-// rest, each weight vector widened as loaded (twice a task) instead of a chunk of 16 rows
-// widened into a buffer once (the loop below). AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul
-// f16 4096 x 4096, gk/ref one / two threads, two rounds alternating binaries (both with
-// pin): N 6 0.63-0.69 / 0.70-0.78 -> 0.86-0.87 / 0.86-0.96, N 8 0.64-0.73 / 0.87-0.90 ->
-// 0.99-1.00 / 1.02-1.04, N 64 0.72-0.73 / 0.64-0.68 -> 0.76-0.78 / 0.71-0.74; mul_mat_id
-// (8 experts, 64 tokens) 1.38 / 1.24-1.26 -> 1.68-1.69 / 1.56-1.59. The bits are the same:
-// each output is still one rows_tile lane set in index order.
+// f16, 5-8 columns: chunk by chunk (task_kc) as the chunk buffer below, but each weight
+// vector widened as loaded from the rows (no buffer, whose widening stores took about 20%
+// of the samples), the rows' next chunk prefetched, 4 rows by 4 columns at a time (the bits
+// of rows_tile: each output one lane set in index order, by FMA). AMD EPYC (Zen 5, KVM, 2
+// cores), bench_matmul f16 4096 x 4096, gk/ref one / two threads, two rounds alternating
+// binaries: the chunk buffer (to bc0018c) -> rows_tile over the whole row, 4 x 4 and 4 x
+// (nc - 4) (bc0018c): N 6 0.63-0.69 / 0.70-0.78 -> 0.86-0.87 / 0.86-0.96, N 8 0.64-0.73 /
+// 0.87-0.90 -> 0.99-1.00 / 1.02-1.04, N 64 0.72-0.73 / 0.64-0.68 -> 0.76-0.78 / 0.71-0.74;
+// mul_mat_id (8 experts, 64 tokens) 1.38 / 1.24-1.26 -> 1.68-1.69 / 1.56-1.59. Then
+// (2026-12-07) rows_tile -> chunks: N 6 0.85-0.93 / 0.82-1.06 -> 0.93-1.03 / 0.94-1.21, N 8
+// 0.95 / 0.99-1.14 -> 1.04-1.19 / 1.10-1.44, N 64 0.75-0.78 / 0.70-0.73 -> 0.87-0.90 /
+// 0.84-0.88, mul_mat_id 1.66-1.71 / 1.57-1.64 -> 1.73-1.76 / 1.62-1.70 (rows_tile streamed
+// its 4 columns' floats, whole rows of them, through L1 once for each 4 rows). Measured and
+// not kept: 2 rows by 5-8 columns (N 64 0.82 / 0.77-0.79), 6 rows by 4 columns for 12 of
+// the 16 rows (N 64 0.87-0.89 / 0.83-0.85), rows widened to floats once per row block for
+// all its column blocks (decoded_tile: N 64 0.85-0.86 / 0.81-0.83, N 17 0.76-0.79 /
+// 0.73-0.74 against the chunks' 0.88-0.89 / 0.85-0.87; their floats come from L2 at twice
+// the bytes). As a bound, chunks whose weights need no widening (the panel's floats read as
+// rows): N 64 1.00 / 0.99-1.00, N 8 1.54-1.58 / 1.50-1.57.
 template <class B>
-inline void task_f16_wide(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
-  float o[16];
-  const int c2 = nc - 4;  // 1-4
-  for (int r0 = 0; r0 < 16; r0 += 4) {
-    rows_tile<B, 4, 4, true, false>(w + r0, a, n, o);
-    for (int r = 0; r < 4; ++r)
-      for (int c = 0; c < 4; ++c) out[(r0 + r) * nc + c] = o[r * 4 + c];
-    switch (c2) {
-      case 4: rows_tile<B, 4, 4, true, false>(w + r0, a + 4, n, o); break;
-      case 3: rows_tile<B, 4, 3, true, false>(w + r0, a + 4, n, o); break;
-      case 2: rows_tile<B, 4, 2, true, false>(w + r0, a + 4, n, o); break;
-      default: rows_tile<B, 4, 1, true, false>(w + r0, a + 4, n, o); break;
-    }
-    for (int r = 0; r < 4; ++r)
-      for (int c = 0; c < c2; ++c) out[(r0 + r) * nc + 4 + c] = o[r * c2 + c];
+inline void task_f16_chunks(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out) {
+  __m512 acc[16 * 8];
+#pragma GCC unroll 16
+  for (int j = 0; j < 16 * 8; ++j) acc[j] = _mm512_setzero_ps();
+  for (std::int64_t i0 = 0; i0 < n; i0 += task_kc) {
+    const int len = static_cast<int>(n - i0 < task_kc ? n - i0 : task_kc);
+    task_chunk_rows<true>(w, a, nc, i0, len / 16, len % 16, n, acc);
   }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < nc; ++c) out[r * nc + c] = reduce_lanes16(acc[r * 8 + c]);
 }
+
 
 // out[r * nc + c] = float_row_dot(w[r], the activation column widened at a[c], n), 16 rows,
 // 1 <= nc <= 8, adding as `add` says (f16 always by FMA)
@@ -618,7 +651,7 @@ inline void task(const B* const* w, const float* const* a, int nc, std::int64_t 
   if constexpr (std::is_same_v<B, gk::f16>) add.how = adding::fma;
   if (task_small<B>(w, a, nc, n, out, add)) return;
   if constexpr (std::is_same_v<B, gk::f16>) {
-    if (nc >= 5) return task_f16_wide(w, a, nc, n, out);
+    if (nc >= 5) return task_f16_chunks(w, a, nc, n, out);
   } else if constexpr (std::is_same_v<B, gk::bf16>) {
     if (nc >= 5 && add.how == adding::checked && add.pairs && add.pairs[0])
       return pair_dot::task(w, a, add.pairs, nc, n, out, add.a);
