@@ -111,13 +111,12 @@ concept pair_tile = task_tile<D> && requires(std::int64_t k) { D::pair_dwords(k)
 template <class D>
 concept checked_task_tile = task_tile<D> && requires { &D::run_task_checked; };
 // A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
-// lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs) for
+// lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs;
+// avx512/dot_tile_float.hpp: bf16 in pairs) for
 // prompts of decoded_min_n columns or more: D::decoded_bytes(k) of scratch,
 // D::decode_rows(w, k, dst), D::run_decoded<C>(dst, columns, k, out) (C = 1, 2, 4, 8).
 template <class D>
 concept decoded_tile = requires { requires D::decoded_rows_tile; };
-// A decoded_tile that decodes a group stored tiled as it lies: D::decode_tiled_rows(group,
-// k, dst) (avx512/dot_tile_iq16.hpp).
 // A decoded_tile that takes the whole panel (D::run_decoded_panel(dec, p, nc, k, out)) rather
 // than column groups (avx512 bf16: its columns' pairs and its range).
 template <class D>
@@ -128,6 +127,8 @@ bool decoded_now() {
   if constexpr (requires { D::decoded_now(); }) return D::decoded_now();
   else return true;
 }
+// A decoded_tile that decodes a group stored tiled as it lies: D::decode_tiled_rows(group,
+// k, dst) (avx512/dot_tile_iq16.hpp).
 template <class D>
 concept decodes_tiled = requires(const void* g, std::int64_t k, void* d) { D::decode_tiled_rows(g, k, d); };
 // Whether D puts a tiled group back into rows first (scratch `untiled`, tile_rows rows):
