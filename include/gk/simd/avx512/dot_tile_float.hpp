@@ -224,7 +224,17 @@ inline std::uint32_t widen(const B* src, float* dst, std::int64_t n) {
 // x kept in a register as loaded: GCC (12) otherwise loads each weight vector again for
 // every FMA and takes the activation as the FMA's memory operand, two loads an FMA, which
 // bound the task at half the FMA rate on an AMD EPYC (Zen 5; perf annotate of task<f16>).
-inline void pin(__m512& x) { asm("" : "+v"(x)); }
+template <class V>
+inline void pin(V& x) {  // __m512 or __m512i
+  asm("" : "+v"(x));
+}
+
+// 16 nv + rem codes of a row at src widened into dst (whole vectors, the tail's lanes zero)
+template <class B>
+inline void widen_chunk(const B* src, int nv, int rem, float* dst) {
+  for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
+  if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
+}
 
 // 4 weight rows (wl(r, v, m): row r's elements [16 v, 16 v + 16) of the chunk as floats,
 // lanes off m zero) by C widened columns a[c], elements [0, 16 nv) plus a tail of rem under
@@ -421,12 +431,12 @@ GK_PAIR_TARGET inline void step(const std::uint32_t* w, const std::uint32_t* con
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       wv[r] = _mm512_load_si512(w + r * dwords + 16 * g);
-      asm("" : "+v"(wv[r]));
+      pin(wv[r]);
     }
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       __m512i av = _mm512_load_si512(ac[c] + 16 * g);
-      asm("" : "+v"(av));
+      pin(av);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r)
         s[r * C + c] = _mm512_dpbf16_ps(s[r * C + c], reinterpret_cast<__m512bh>(wv[r]), reinterpret_cast<__m512bh>(av));
@@ -507,12 +517,7 @@ GK_PAIR_TARGET inline void run(Rows&& rows, const gk::bf16* const* w, const floa
       }
     } else {
       const int nv = len / 16, rem = len % 16;
-      for (int r = 0; r < 16; ++r) {
-        const gk::bf16* src = w[r] + i0;
-        float* dst = wb + r * task_kc;
-        for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
-        if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
-      }
+      for (int r = 0; r < 16; ++r) widen_chunk(w[r] + i0, nv, rem, wb + r * task_kc);
       if (fma_range::exact(wr, a_range)) task_chunk<true>(wb, a, nc, i0, nv, rem, acc);
       else task_chunk<false>(wb, a, nc, i0, nv, rem, acc);
     }
@@ -665,9 +670,7 @@ inline void task(const B* const* w, const float* const* a, int nc, std::int64_t 
     code_range cr;
     for (int r = 0; r < 16; ++r) {
       const B* src = w[r] + i0;
-      float* dst = wb + r * task_kc;
-      for (int v = 0; v < nv; ++v) _mm512_store_ps(dst + 16 * v, load_f32x16(src + 16 * v, 0xffff));
-      if (rem) _mm512_store_ps(dst + 16 * nv, load_f32x16(src + 16 * nv, static_cast<__mmask16>((1u << rem) - 1)));
+      widen_chunk(src, nv, rem, wb + r * task_kc);
       if (add.how == adding::checked) cr.add_run(src, len);  // the chunk's codes, just read: from L1
     }
     // each chunk by FMA where its own products are proved exact
