@@ -31,8 +31,9 @@
 //
 // A block: 128 threads, 4 warps as 2 x 2, a warp 32 rows x 8 NI columns (NI = 4, or 2
 // for formats with 3-4 integer parts per block, which would otherwise hold 128 part
-// registers). Shared rows of codes are 256 + 16 bytes (68 words): the fragment loads of a
-// warp (ldmatrix: 8 rows of 16 bytes a matrix) land in 32 different banks.
+// registers). Shared rows of codes are 256 + 16 bytes (68 words), or 128 + 16 (36 words) in
+// the two-stage kernels on weights unpacked first (mmq_pipe): the fragment loads of a warp
+// (ldmatrix: 8 rows of 16 bytes a matrix) land in 32 different banks.
 #include <array>
 #include <atomic>
 #include <bit>
@@ -147,7 +148,7 @@ constexpr int mmq_mins_at() {
 }
 
 // A block is 2 x WN warps: 64 rows by WN * 8 * NI columns.
-constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256, mmq_ld = mmq_ks + 16;
+constexpr int mmq_wm = 2, mmq_bm = 32 * mmq_wm, mmq_ks = 256;
 template <int WN>
 constexpr int mmq_threads = 32 * mmq_wm * WN;
 // Formats whose block term mmq_body takes a chunk at a time (q8dot<W>::run_chunk): one
@@ -273,37 +274,75 @@ constexpr bool mmq_wide_occ = W::id == type::q4_K || W::id == type::iq4_xs || W:
 template <class W>
 constexpr int mmq_meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::wc)) - 32) / 4;
 
-template <class W, int WN, bool Raw = mmq_staged<W>, bool IDS = false>
+// Pipe (mmq_pipe): the kernels on weights unpacked first (PRE), whose k-step is only copies.
+// Two stages: step s + 1's tiles are copied (cp.async, one commit group a step) into one
+// while step s's mmas read the other, one barrier a step; a k-step is mmq_pipe_kc chunks.
+// Otherwise a k-step is 8 chunks in one stage, and its tiles' copies are waited for before
+// its mmas (two barriers a step), their latency hidden only by the SM's other blocks.
+// Measured on an H100 (bench_cuda N 512, TFLOP/s at M 4096 / 14336, two rounds each of the
+// four binaries alternating; "one of 8" is main before, de83c04):
+//   format   one stage of 8          two of 4                two of 8     three of 4
+//   q8_0     127.1-127.7 / 152.2-152.7  144.9-145.0 / 168.9-169.0  127-128 / 145-146  125 / 159
+//   q4_0     126.5-126.7 / 152.5-153.1  146.2-146.3 / 170.2-170.5  126 / 142-145      126-128 / 161-162
+//   q5_0     127.4-127.6 / 154.4-154.9  145.6-146.6 / 170.9-171.1  128 / 146-148      125-126 / 162
+//   iq4_nl   129.8-130.5 / 156.3-156.6  148.1-148.4 / 171.0-171.4  130-131 / 148      128 / 162-164
+//   mxfp4    126.1-126.5 / 153.5-153.6  144.4-146.2 / 169.0-169.1  127-128 / 146-147  125-126 / 160
+//   nvfp4    68.0-68.9 / 89.6-89.7      78.6 / 93.2-93.4           78-79 / 83-84      77-78 / 94
+//   q6_K     111.0-112.0 / 120.2        115.1-115.6 / 132.5-134.2  82 / 83            101 / 111
+//   q3_K     131.0-131.6 / 128.1-128.5  142.5-143.6 / 152.6        147.6-149.2 / 163.9-165.2  106 / 131
+// (two of 8 chunks: 81 KB of tiles, two blocks an SM; three of 4: three.) Nsight Compute on
+// q8_0 two of 4, M 4096: the kernel alone 92.6 us (about 185 TFLOP/s; the rest of bench's
+// 118 us is the activations' encoder and mmq_unpack), 24.6 instructions an int8 mma, issue
+// slots 60% busy, stalls per issue: wait 0.75, math pipe throttle 0.55, short scoreboard
+// 0.47, barrier 0.33, long scoreboard 0.32.
+// Not q4_1 / q5_1 (mmq_gsums: their code sums take a second barrier a step; piped, ptxas
+// spilled 52 bytes in the capped kernel and q4_1 measured the same, 88-89 / 99-100).
+template <class W, bool PRE>
+constexpr bool mmq_pipe = PRE && !mmq_gsums<W>;
+// q3_K measured faster with two stages of 8 chunks, but that kernel was not through the
+// device tests in this form (no device time left that session): all take 4.
+template <class W>
+constexpr int mmq_pipe_kc = 4;
+
+template <class W, int WN, bool Raw = mmq_staged<W>, bool IDS = false, bool Pipe = false>
 struct mmq_smem {
   static constexpr int bn = mmq_bn<W, WN, IDS>;
   static constexpr bool k_act = W::dot_type::block_size == 256;
-  static constexpr int a = 0;                              // [bm][mmq_ld] weight codes
-  static constexpr int b = a + mmq_bm * mmq_ld;            // [bn][mmq_ld] activation codes
-  // activation scales: q8_K [bn]; else [bn][d_ld], a column's 8 scales of the k-step
-  // copied whole (32 bytes) and 4 words of slack, so the 4 lanes of a fragment group, which
-  // read 4 column pairs, hit 8 different banks
-  static constexpr int d_ld = 12;
-  static constexpr int d = b + bn * mmq_ld;
-  static constexpr int bs = d + bn * (k_act ? 8 : d_ld) * 4;  // [bn][16] q8_K sums
-  static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [8 chunks][bn][4] code sums
-  // [bm][8 chunks] the unpacked chunk's fields after its codes (scales, ...), rows of an
+  static constexpr int kc = Pipe ? mmq_pipe_kc<W> : 8;  // chunks a k-step
+  static constexpr int stages = Pipe ? 2 : 1;
+  // a row of codes: the step's 32 kc bytes and 16 of slack (68 or 36 words: the 8 rows of
+  // an ldmatrix land in 32 different banks)
+  static constexpr int ld = 32 * kc + 16;
+  static_assert(kc * 32 <= mmq_ks);
+  // One stage:
+  static constexpr int a = 0;                // [bm][ld] weight codes
+  static constexpr int b = a + mmq_bm * ld;  // [bn][ld] activation codes
+  // activation scales: q8_K [bn]; else [bn][d_ld], a column's kc scales of the k-step
+  // copied whole (16-byte pieces) and slack where 8 floats would conflict, so the 4 lanes of
+  // a fragment group, which read 4 column pairs, hit 8 different banks
+  static constexpr int d_ld = kc == 8 ? 12 : 4;
+  static constexpr int d = b + bn * ld;
+  static constexpr int bs = d + bn * (k_act ? 1 : d_ld) * 4;  // [bn][16] q8_K sums
+  static constexpr int gs = bs + (k_act ? bn * 16 * 2 : 0);  // [kc chunks][bn][4] code sums
+  // [bm][kc chunks] the unpacked chunk's fields after its codes (scales, ...), rows of an
   // odd number of words: the 8 rows of a warp's fragment groups read different banks
   static constexpr int meta_words = mmq_meta_words<W>;
-  static constexpr int meta_row = 8 * meta_words + 1;
-  static constexpr int meta = gs + (mmq_gsums<W> ? bn * 32 * 4 : 0);
+  static constexpr int meta_row = kc * meta_words + 1;
+  static constexpr int meta = gs + (mmq_gsums<W> ? bn * kc * 4 * 4 : 0);
+  static constexpr int stage = (meta + mmq_bm * meta_row * 4 + 15) / 16 * 16;
   // [bm][raw_ld] the next k-step's weight bytes as stored, each row from the aligned piece
   // holding its first byte (raw_piece bytes a copy), plus 16 bytes: ld_words reads the word
   // after a field's last byte
   static constexpr int step_bytes = 256 / W::block_size * static_cast<int>(sizeof(typename W::block));
   static constexpr int raw_piece = step_bytes > 256 ? 8 : 16;
   static constexpr int raw_ld = (step_bytes + raw_piece - 1) / raw_piece * raw_piece + raw_piece;
-  static constexpr int raw = meta + mmq_bm * meta_row * 4;
+  static constexpr int raw = stages * stage;
   // [bn] the block's columns (mmq_body's col): shared, not registers held through the
   // k-loop; then [bn] their byte offsets in the encoded activations
   static constexpr int cols = raw + (Raw ? mmq_bm * raw_ld + 16 : 0);
   static constexpr int col_off = cols + bn * 8;
   static constexpr int bytes = col_off + bn * 8;
-  static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0 && cols % 8 == 0);
+  static_assert(raw % 16 == 0 && raw_ld % raw_piece == 0 && cols % 8 == 0 && !(Raw && Pipe));
 };
 
 // A chunk's fields past its codes, as words (std::bit_cast: the fields are 4-byte ints and
@@ -406,23 +445,42 @@ struct mmq_pre {
   const unsigned* meta;
 };
 
+// f(i) for i = tid, tid + NT, ... below N, unrolled; the bound tested only where NT does not
+// divide N (a strided loop compiled to some 90 instructions for one copy a thread)
+template <int N, int NT, class F>
+__device__ __forceinline__ void spread(int tid, F&& f) {
+#pragma unroll
+  for (int it = 0; it < (N + NT - 1) / NT; ++it) {
+    const int i = tid + it * NT;
+    if (N % NT == 0 || i < N) f(i);
+  }
+}
+
 template <class W, int WN, bool PRE, bool IDS>
 __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids ids, mmq_pre pre, int plant) {
   using Q = q8::q8dot<W>;
-  using L = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS>;
+  using L = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS, mmq_pipe<W, PRE>>;
   constexpr int CH = Q::ch, NP = Q::np, S = sizeof(typename W::block), NI = mmq_ni_of<W, IDS>, BN = mmq_bn<W, WN, IDS>;
   constexpr int NT = mmq_threads<WN>;
   constexpr bool K_ACT = L::k_act;  // q8_K: one activation block per step
   constexpr bool D_CACHED = mmq_cached<W>;  // see mma_act and mmq_cached
   constexpr bool DMMA = mmq_dmma<W>, LDSM = mmq_ldsm<W>;
   constexpr bool STAGED = mmq_staged<W> && !PRE;
+  constexpr bool PIPE = mmq_pipe<W, PRE>;  // two stages of k-steps (mmq_smem's Pipe)
+  constexpr int KC = L::kc, LD = L::ld, LKC = std::bit_width(static_cast<unsigned>(KC)) - 1;
+  static_assert(KC == 1 << LKC);
   extern __shared__ __align__(16) unsigned char sm[];
-  unsigned char* const at = sm + L::a;
-  unsigned char* const bt = sm + L::b;
-  float* const sd = reinterpret_cast<float*>(sm + L::d);
-  short* const sbs = reinterpret_cast<short*>(sm + L::bs);
-  int* const sgs = reinterpret_cast<int*>(sm + L::gs);
-  unsigned* const smeta = reinterpret_cast<unsigned*>(sm + L::meta);
+  // stage st's tiles (st = 0 without PIPE), as offsets from one base: one register
+  struct tiles {
+    unsigned char* base;
+    __device__ unsigned char* at() const { return base + L::a; }  // weight codes
+    __device__ unsigned char* bt() const { return base + L::b; }  // activation codes
+    __device__ float* sd() const { return reinterpret_cast<float*>(base + L::d); }  // activation scales
+    __device__ short* sbs() const { return reinterpret_cast<short*>(base + L::bs); }  // q8_K sums
+    __device__ int* sgs() const { return reinterpret_cast<int*>(base + L::gs); }  // code sums
+    __device__ unsigned* smeta() const { return reinterpret_cast<unsigned*>(base + L::meta); }  // per-chunk fields
+  };
+  auto tiles_of = [&](int st) { return tiles{sm + st * L::stage}; };
   unsigned char* const sraw = sm + L::raw;
   std::int64_t* const scol = reinterpret_cast<std::int64_t*>(sm + L::cols);
   std::int64_t* const soff = reinterpret_cast<std::int64_t*>(sm + L::col_off);
@@ -485,10 +543,10 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
     };
     stage(0);
     // the low address bits of the rows of this thread's unpack jobs (32 bits suffice)
-    unsigned row_mis[mmq_bm * 8 / NT];
+    unsigned row_mis[mmq_bm * KC / NT];
 #pragma unroll
-    for (int it = 0; it < mmq_bm * 8 / NT; ++it)
-      row_mis[it] = STAGED ? static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row_bytes((tid + it * NT) >> 3, 0))) : 0u;
+    for (int it = 0; it < mmq_bm * KC / NT; ++it)
+      row_mis[it] = STAGED ? static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row_bytes((tid + it * NT) >> LKC, 0))) : 0u;
 
     constexpr bool RUN = mmq_running<W>;
     constexpr int NPT = RUN ? 1 : NP;  // integer parts held across a block's chunks
@@ -510,52 +568,56 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
           for (int k = 0; k < NPT; ++k) pt[i][j][e][k] = 0;
         }
 
-    for (std::int64_t kc0 = 0; kc0 < chunks; kc0 += 8) {
-      const int nch = static_cast<int>(chunks - kc0 < 8 ? chunks - kc0 : 8);  // whole blocks
-      if constexpr (STAGED) mv::copy_async_wait<0>();  // this step's weight bytes
-      __syncthreads();  // the previous step's tiles are read; every thread's bytes landed
+    // A k-step's tiles (chunks kc0 .. kc0 + nch - 1) into stage T: the columns' codes and
+    // scales by cp.async, the weights unpacked (PRE: copied by cp.async) and q8_K's scales
+    // and sums by plain loads and stores (PIPE: by cp.async). Two commit groups, or one
+    // (PIPE: the wait at a step's top counts one group a step).
+    auto load_step = [&](std::int64_t kc0, const tiles& T) {
+      const int nch = static_cast<int>(chunks - kc0 < KC ? chunks - kc0 : KC);  // whole blocks
       // the columns' codes, in flight while the weights are unpacked (columns past the end
       // read the last one; never written): a thread's 16-byte piece is the same in every
-      // column it copies (NT is a multiple of 16), its columns NT / 16 apart
+      // column it copies (NT is a multiple of 2 KC), its columns NT / (2 KC) apart
       {
-        const int piece = tid & 15;
+        constexpr int PC = 2 * KC, LPC = std::bit_width(static_cast<unsigned>(PC)) - 1;  // 16-byte pieces a column
+        const int piece = tid & (PC - 1);
         const char* src = act.base + 32 * kc0 + 16 * piece;
-        unsigned char* dst = bt + 16 * piece;
+        unsigned char* dst = T.bt() + 16 * piece;
         if (piece < 2 * nch) {
 #pragma unroll
-          for (int it = 0; it < BN * 16 / NT; ++it) {
-            const int j = (tid >> 4) + it * (NT / 16);
-            mv::copy16_async(dst + j * mmq_ld, src + soff[j]);
+          for (int it = 0; it < BN * PC / NT; ++it) {
+            const int j = (tid >> LPC) + it * (NT / PC);
+            mv::copy16_async(dst + j * LD, src + soff[j]);
           }
         }
       }
-      // and their scales of the step (q8_0, q8_1 activations): 8 floats a column, 32 bytes
-      // at a 16-byte boundary (the d array starts at kp, kc0 is a multiple of 8); the
-      // second piece only where the step has more than 4 chunks (the first may read past
-      // the row's last block, inside the column's 16-byte-rounded stride)
+      // and their scales of the step (q8_0, q8_1 activations): KC floats a column, 16-byte
+      // pieces at 16-byte boundaries (the d array starts at kp, kc0 is a multiple of KC); a
+      // piece only where the step has chunks in it (the last may read past the row's last
+      // block, inside the column's 16-byte-rounded stride)
       if constexpr (!K_ACT) {
-        for (int i = tid; i < BN * 2; i += NT) {
-          const int j = i >> 1, h = i & 1;
-          if (4 * h < nch) mv::copy16_async(sd + DLD * j + 4 * h, act.base + soff[j] + act.d_off + 4 * (kc0 + 4 * h));
-        }
+        constexpr int PD = KC / 4;  // pieces a column
+        spread<BN * PD, NT>(tid, [&](int i) {
+          const int j = i >> (LKC - 2), h = i & (PD - 1);
+          if (4 * h < nch) mv::copy16_async(T.sd() + DLD * j + 4 * h, act.base + soff[j] + act.d_off + 4 * (kc0 + 4 * h));
+        });
       }
-      mv::copy_async_commit();
+      if constexpr (!PIPE) mv::copy_async_commit();  // PIPE: one group a step
       // unpack (from the staged bytes, or straight from global memory): a thread per (row,
-      // chunk), the 8 chunks of 4 rows in a warp. Rows past the end read the last row (never
-      // written). ld_words reads the aligned word holding a field's last byte: from global
-      // memory at most 3 bytes past the tensor, never past its allocation's granule (the
-      // mat-vec's direct kernel does the same); staged, the 16 bytes after sraw.
+      // chunk), the KC chunks of 32 / KC rows in a warp. Rows past the end read the last row
+      // (never written). ld_words reads the aligned word holding a field's last byte: from
+      // global memory at most 3 bytes past the tensor, never past its allocation's granule
+      // (the mat-vec's direct kernel does the same); staged, the 16 bytes after sraw.
       auto job = [&](int it) {
-        const int i = tid + it * NT, r = i >> 3, c = i & 7;
+        const int i = tid + it * NT, r = i >> LKC, c = i & (KC - 1);
         if (c >= nch) return;
-        if constexpr (PRE) {  // the unpacked chunk copied whole: 8 threads a row's 256 bytes
+        if constexpr (PRE) {  // the unpacked chunk copied whole: KC threads a row's step
           const std::int64_t row = row0 + r < p.m ? row0 + r : p.m - 1, rc = row * chunks + kc0 + c;
-          unsigned char* dst = at + r * mmq_ld + 32 * c;
+          unsigned char* dst = T.at() + r * LD + 32 * c;
           mv::copy16_async(dst, pre.codes + 32 * rc);
           mv::copy16_async(dst + 16, pre.codes + 32 * rc + 16);
 #pragma unroll
           for (int v = 0; v < L::meta_words; ++v)
-            mv::copy_async<4>(smeta + r * L::meta_row + c * L::meta_words + v, pre.meta + rc * L::meta_words + v);
+            mv::copy_async<4>(T.smeta() + r * L::meta_row + c * L::meta_words + v, pre.meta + rc * L::meta_words + v);
           return;
         }
         const unsigned char* b;
@@ -568,45 +630,83 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         typename Q::wc u;
         Q::unpack(b, c % CH, u);
         if constexpr (mmq_scaled<W>) Q::scale_codes(u);
-        uint4* dst = reinterpret_cast<uint4*>(at + r * mmq_ld + 32 * c);
+        uint4* dst = reinterpret_cast<uint4*>(T.at() + r * LD + 32 * c);
         dst[0] = make_uint4(u.q[0], u.q[1], u.q[2], u.q[3]);
         dst[1] = make_uint4(u.q[4], u.q[5], u.q[6], u.q[7]);
-        store_meta<W>(u, smeta + r * L::meta_row + c * L::meta_words);
+        store_meta<W>(u, T.smeta() + r * L::meta_row + c * L::meta_words);
       };
       if constexpr (W::id == type::tq1_0) {  // its trit unpacker unrolled 4 times spills
-        for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
-      } else {  // unrolled: the loads of all four jobs in flight at once
+        for (int it = 0; it < mmq_bm * KC / NT; ++it) job(it);
+      } else {  // unrolled: the loads of all the jobs in flight at once
 #pragma unroll
-        for (int it = 0; it < mmq_bm * 8 / NT; ++it) job(it);
+        for (int it = 0; it < mmq_bm * KC / NT; ++it) job(it);
       }
-      // q8_K activations: the columns' scales and sums (no sums where the mmas form the
-      // min part)
-      if constexpr (K_ACT && MINS) {
-        for (int j = tid; j < BN; j += NT) sd[j] = q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d(kc0 / 8);
+      // q8_K activations: the columns' scales and sums of the activation block (no sums
+      // where the mmas form the min part); PIPE: by cp.async, which a plain load's wait
+      // would otherwise expose at every k-step
+      if constexpr (K_ACT && PIPE) {
+        spread<BN, NT>(tid, [&](int j) { mv::copy_async<4>(T.sd() + j, act.base + soff[j] + act.d_off + 4 * (kc0 / 8)); });
+        if constexpr (!MINS) {
+          spread<BN * 8, NT>(tid, [&](int i) {
+            const int j = i >> 3, k = i & 7;
+            mv::copy_async<4>(T.sbs() + 16 * j + 2 * k, act.base + soff[j] + act.bs_off + 32 * (kc0 / 8) + 4 * k);
+          });
+        }
+      } else if constexpr (K_ACT && MINS) {
+        for (int j = tid; j < BN; j += NT) T.sd()[j] = q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d(kc0 / 8);
       } else if constexpr (K_ACT) {
         for (int i = tid; i < BN * 8; i += NT) {
           const int j = i >> 3, k = i & 7;
           const q8::act_col ac{act.base + soff[j], act.d_off, act.bs_off};
-          if (k == 0) sd[j] = ac.d(kc0 / 8);
-          reinterpret_cast<int*>(sbs + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
+          if (k == 0) T.sd()[j] = ac.d(kc0 / 8);
+          reinterpret_cast<int*>(T.sbs() + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
         }
       }
       mv::copy_async_commit();  // the unpack's copies (PRE)
-      mv::copy_async_wait<0>();
-      __syncthreads();  // the tiles are written; sraw is free
-      if (kc0 + 8 < chunks) stage(kc0 + 8);  // in flight during this step's mmas
+    };
+
+    constexpr int ST = L::stages;
+    if constexpr (PIPE) {  // steps 0 .. ST - 2 in flight, one commit group each (empty past the end)
+      __syncthreads();  // scol and soff written
+#pragma unroll
+      for (int st = 0; st < ST - 1; ++st) {
+        if (st * KC < chunks) load_step(st * KC, tiles_of(st));
+        else mv::copy_async_commit();
+      }
+    }
+    for (std::int64_t kc0 = 0; kc0 < chunks; kc0 += KC) {
+      const int nch = static_cast<int>(chunks - kc0 < KC ? chunks - kc0 : KC);  // whole blocks
+      const int step = static_cast<int>(kc0 / KC);
+      const tiles T = tiles_of(PIPE ? step % ST : 0);
+      if constexpr (PIPE) {
+        mv::copy_async_wait<ST - 2>();  // this step's group (the ST - 2 after it may be in flight)
+        __syncthreads();  // every thread's copies landed; the stage of step - 1 is read
+        const std::int64_t next = kc0 + (ST - 1) * KC;  // into step - 1's stage
+        if (next < chunks) load_step(next, tiles_of((step + ST - 1) % ST));
+        else mv::copy_async_commit();
+      } else {
+        if constexpr (STAGED) mv::copy_async_wait<0>();  // this step's weight bytes
+        __syncthreads();  // the previous step's tiles are read; every thread's bytes landed
+        load_step(kc0, T);
+        mv::copy_async_wait<0>();
+        __syncthreads();  // the tiles are written; sraw is free
+        if (kc0 + KC < chunks) stage(kc0 + KC);  // in flight during this step's mmas
+      }
       if constexpr (mmq_gsums<W>) {
-        for (int i = tid; i < BN * 32; i += NT) {
-          const int j = i >> 5, grp8 = i & 31;  // group of 8 codes: chunk grp8 / 4
+        for (int i = tid; i < BN * 4 * KC; i += NT) {
+          const int j = i >> (LKC + 2), grp8 = i & (4 * KC - 1);  // group of 8 codes: chunk grp8 / 4
           if (grp8 >= 4 * nch) continue;
-          const int* x = reinterpret_cast<const int*>(bt + j * mmq_ld + 8 * grp8);
-          sgs[((grp8 >> 2) * BN + j) * 4 + (grp8 & 3)] = __dp4a(0x01010101, x[0], __dp4a(0x01010101, x[1], 0));
+          const int* x = reinterpret_cast<const int*>(T.bt() + j * LD + 8 * grp8);
+          T.sgs()[((grp8 >> 2) * BN + j) * 4 + (grp8 & 3)] = __dp4a(0x01010101, x[0], __dp4a(0x01010101, x[1], 0));
         }
         __syncthreads();
       }
 
+      // the step's first chunk within its 8 (a q8_K activation block; KC divides 8, and
+      // CH divides 8 or is 8)
+      const int kin = PIPE ? static_cast<int>(kc0 & 7) : 0;
 #pragma unroll
-      for (int c = 0; c < 8; ++c) {
+      for (int c = 0; c < KC; ++c) {
         if (c >= nch) break;
         const std::int64_t kc = kc0 + c;
         unsigned af[2][4], bf[NI][2];
@@ -616,21 +716,21 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
           const int lm = lane >> 3, lr = lane & 7;
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi)
-            ldsm_x4(af[mi], at + (wm * 32 + mi * 16 + 8 * (lm & 1) + lr) * mmq_ld + 32 * c + 16 * (lm >> 1));
+            ldsm_x4(af[mi], T.at() + (wm * 32 + mi * 16 + 8 * (lm & 1) + lr) * LD + 32 * c + 16 * (lm >> 1));
           static_assert(NI % 2 == 0);
 #pragma unroll
           for (int ni = 0; ni < NI; ni += 2) {
             unsigned r4[4];
-            ldsm_x4(r4, bt + (wn * 8 * NI + (ni + (lm >> 1)) * 8 + lr) * mmq_ld + 32 * c + 16 * (lm & 1));
+            ldsm_x4(r4, T.bt() + (wn * 8 * NI + (ni + (lm >> 1)) * 8 + lr) * LD + 32 * c + 16 * (lm & 1));
             bf[ni][0] = r4[0];
             bf[ni][1] = r4[1];
             bf[ni + 1][0] = r4[2];
             bf[ni + 1][1] = r4[3];
           }
         } else {
-          const unsigned* aw = reinterpret_cast<const unsigned*>(at);
-          const unsigned* bw = reinterpret_cast<const unsigned*>(bt);
-          constexpr int ldw = mmq_ld / 4;
+          const unsigned* aw = reinterpret_cast<const unsigned*>(T.at());
+          const unsigned* bw = reinterpret_cast<const unsigned*>(T.bt());
+          constexpr int ldw = LD / 4;
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi) {
             const int base = (wm * 32 + mi * 16 + g) * ldw + 8 * c + t;
@@ -669,7 +769,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int r = wm * 32 + mi * 16 + g + 8 * h;
-            u[mi][h] = load_meta<W>(smeta + r * L::meta_row + c * L::meta_words);
+            u[mi][h] = load_meta<W>(T.smeta() + r * L::meta_row + c * L::meta_words);
           }
         // mmq_dmma: the chunk's d(w) x d(a), by output as the sums lie (lane t == 0 holds
         // column 0 of A, rows g and g + 8, and row 0 of B, column g; every other lane zeros)
@@ -681,7 +781,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
             for (int h = 0; h < 2; ++h) ah[mi][h] = half_lo(t == 0 ? u[mi][h].d : 0.0f);
 #pragma unroll
-          for (int ni = 0; ni < NI; ++ni) bh[ni] = half_lo(t == 0 ? sd[DLD * (wn * 8 * NI + ni * 8 + g) + c] : 0.0f);
+          for (int ni = 0; ni < NI; ++ni) bh[ni] = half_lo(t == 0 ? T.sd()[DLD * (wn * 8 * NI + ni * 8 + g) + c] : 0.0f);
 #pragma unroll
           for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -697,12 +797,12 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
             for (int ni = 0; ni < NI; ++ni) mma_k32_acc(pm[mi][ni], am, bf[ni]);
           }
         }
-        const bool block_end = c % CH == CH - 1;
+        const bool block_end = (kin + c) % CH == CH - 1;
         const std::int64_t kb = kc - (CH - 1);  // the block's first chunk
         auto output = [&](int mi, int ni, int e, int h, int j, float dcol, const int4& gcol, float dsum,
                           q8::bs_pair bp) {
           const q8::mma_x x{s0[mi][ni][e], s1[mi][ni][e], gcol};
-          const q8::mma_act<D_CACHED> a{sd + (K_ACT ? j : DLD * j), sbs + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, K_ACT ? BN : 1,
+          const q8::mma_act<D_CACHED> a{T.sd() + (K_ACT ? j : DLD * j), T.sbs() + 16 * j, K_ACT ? kc0 / 8 : kc0, dcol, K_ACT ? BN : 1,
                                         dsum, bp};
           if constexpr (SCALED) {  // the parts are in the mmas' registers: only the block's end
             if (block_end) {
@@ -747,17 +847,17 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
 #pragma unroll
           for (int ni = 0; ni < NI; ++ni) {
             const int j0 = wn * 8 * NI + ni * 8 + 2 * t;
-            const float2 dpair = K_ACT ? *reinterpret_cast<const float2*>(sd + j0)
-                                       : make_float2(sd[DLD * j0 + c], sd[DLD * (j0 + 1) + c]);
+            const float2 dpair = K_ACT ? *reinterpret_cast<const float2*>(T.sd() + j0)
+                                       : make_float2(T.sd()[DLD * j0 + c], T.sd()[DLD * (j0 + 1) + c]);
 #pragma unroll
             for (int e1 = 0; e1 < 2; ++e1) {
               const int j = j0 + e1;
               const float dcol = e1 == 0 ? dpair.x : dpair.y;
-              const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{};
+              const int4 gcol = mmq_gsums<W> ? *reinterpret_cast<const int4*>(T.sgs() + (c * BN + j) * 4) : int4{};
               const float dsum = mmq_dsum<W> ? q8::mul(dcol, q8::i2f_small(gcol.x + gcol.y + gcol.z + gcol.w)) : 0.0f;
               q8::bs_pair bp{0, 0};
               if constexpr (K_ACT && !MINS) {  // unused (and dropped) by the formats that take no sums
-                const unsigned v = *reinterpret_cast<const unsigned*>(sbs + 16 * j + 2 * c);
+                const unsigned v = *reinterpret_cast<const unsigned*>(T.sbs() + 16 * j + 2 * (kin + c));
                 bp = {static_cast<short>(v & 0xffffu), static_cast<short>(v >> 16)};
               }
 #pragma unroll
@@ -775,7 +875,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
               for (int e = 0; e < 4; ++e) {
                 const int j = wn * 8 * NI + ni * 8 + 2 * t + (e & 1);
                 output(mi, ni, e, e >> 1, j, 0.0f,
-                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(sgs + (c * BN + j) * 4) : int4{}, 0.0f,
+                       mmq_gsums<W> ? *reinterpret_cast<const int4*>(T.sgs() + (c * BN + j) * 4) : int4{}, 0.0f,
                        q8::bs_pair{0, 0});
               }
         }
@@ -979,7 +1079,7 @@ bool use_pre(const mm_args& p) {
 
 template <class W, int WN, bool PRE, bool IDS = false>
 void run_wn(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
-  constexpr std::size_t smem = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS>::bytes;
+  constexpr std::size_t smem = mmq_smem<W, WN, mmq_staged<W> && !PRE, IDS, mmq_pipe<W, PRE>>::bytes;
   static_assert(smem <= 99 * 1024, "matmul_mmq: more shared memory than sm_86/89/120 give a block");
   static_assert(!IDS || (mmq_ids_narrow<W> && WN == 4 && !PRE), "IDS: the narrow mul_mat_id kernel, measured as such");
   constexpr auto kernel = [] {
