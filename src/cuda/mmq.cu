@@ -13,7 +13,8 @@
 //   - the columns are encoded once per node by matvec_q8.cu's encoder (the CPU's bytes);
 //   - per k-step of 256 weights, 64 weight rows are unpacked once into signed bytes in
 //     shared memory (q8dot<W>::unpack, the mat-vec's unpacker) and the activation codes of
-//     up to 64 columns copied beside them;
+//     up to 64 columns copied beside them; on weights unpacked first (mmq_pipe), k-steps of
+//     128 weights copied one step ahead into a second stage;
 //   - mma.sync m16n8k32 (s8 x s8 -> s32) gives each (row, column) the integer sum of a
 //     32-weight chunk, or two m16n8k16 its two 16-weight halves for the formats whose
 //     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, nvfp4);
@@ -290,7 +291,7 @@ constexpr int mmq_meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::w
 //   nvfp4    68.0-68.9 / 89.6-89.7      78.6 / 93.2-93.4           78-79 / 83-84      77-78 / 94
 //   q6_K     111.0-112.0 / 120.2        115.1-115.6 / 132.5-134.2  82 / 83            101 / 111
 //   q3_K     131.0-131.6 / 128.1-128.5  142.5-143.6 / 152.6        147.6-149.2 / 163.9-165.2  106 / 131
-// (two of 8 chunks: 81 KB of tiles, two blocks an SM; three of 4: three.) Nsight Compute on
+// (two of 8 chunks: 81-88 KB of tiles, two blocks an SM; three of 4: three.) Nsight Compute on
 // q8_0 two of 4, M 4096: the kernel alone 92.6 us (about 185 TFLOP/s; the rest of bench's
 // 118 us is the activations' encoder and mmq_unpack), 24.6 instructions an int8 mma, issue
 // slots 60% busy, stalls per issue: wait 0.75, math pipe throttle 0.55, short scoreboard
