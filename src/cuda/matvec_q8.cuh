@@ -62,9 +62,10 @@ struct act_cols {
 struct act_col {
   const char* c;
   std::int64_t d_off, bs_off;
-  GK_Q8_FN float d(std::int64_t blk) const {
-    return reinterpret_cast<const float*>(c + d_off)[blk];
+  GK_Q8_FN const float* d_at(std::int64_t blk) const {  // where d(blk) lies (mmq.cu copies it)
+    return reinterpret_cast<const float*>(c + d_off) + blk;
   }
+  GK_Q8_FN float d(std::int64_t blk) const { return *d_at(blk); }
   GK_Q8_FN const short* bsums(std::int64_t blk) const {
     return reinterpret_cast<const short*>(c + bs_off) + 16 * blk;
   }

@@ -599,7 +599,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         constexpr int PD = KC / 4;  // pieces a column
         spread<BN * PD, NT>(tid, [&](int i) {
           const int j = i >> (LKC - 2), h = i & (PD - 1);
-          if (4 * h < nch) mv::copy16_async(T.sd() + DLD * j + 4 * h, act.base + soff[j] + act.d_off + 4 * (kc0 + 4 * h));
+          if (4 * h < nch)
+            mv::copy16_async(T.sd() + DLD * j + 4 * h, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d_at(kc0 + 4 * h));
         });
       }
       if constexpr (!PIPE) mv::copy_async_commit();  // PIPE: one group a step
@@ -646,11 +647,13 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       // where the mmas form the min part); PIPE: by cp.async, which a plain load's wait
       // would otherwise expose at every k-step
       if constexpr (K_ACT && PIPE) {
-        spread<BN, NT>(tid, [&](int j) { mv::copy_async<4>(T.sd() + j, act.base + soff[j] + act.d_off + 4 * (kc0 / 8)); });
+        spread<BN, NT>(tid, [&](int j) {
+          mv::copy_async<4>(T.sd() + j, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d_at(kc0 / 8));
+        });
         if constexpr (!MINS) {
           spread<BN * 8, NT>(tid, [&](int i) {
             const int j = i >> 3, k = i & 7;
-            mv::copy_async<4>(T.sbs() + 16 * j + 2 * k, act.base + soff[j] + act.bs_off + 32 * (kc0 / 8) + 4 * k);
+            mv::copy_async<4>(T.sbs() + 16 * j + 2 * k, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.bsums(kc0 / 8) + 2 * k);
           });
         }
       } else if constexpr (K_ACT && MINS) {
