@@ -161,13 +161,27 @@ struct panel {
   std::uint32_t range;
 };
 
-// The floats of a panel's widened store for a task_tile D: tile_cols columns of k floats,
-// then (a pair_tile) tile_cols columns of D::pair_dwords(k) words from a 64-byte boundary.
+// The floats of a panel's widened store for a task_tile D: tile_cols columns of
+// wide_stride(k) floats, then (a pair_tile) tile_cols columns of D::pair_dwords(k) words from a 64-byte boundary.
+// The floats from one widened column to the next: k, rounded up to whole 64-byte lines, and
+// where that is a multiple of 4 KiB (which puts every column's element i in the same L1
+// set), 512 bytes more, so a chunk's lines of the eight columns spread over the sets.
+// AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul 4096 x 4096, gk/ref one / two threads, three
+// rounds alternating binaries, k floats apart -> this stride: f16 N 6 0.96-0.99 / 0.95-0.99
+// -> 0.98-1.03 / 0.99-1.01, N 8 1.14-1.18 / 1.13-1.14 -> 1.21-1.26 / 1.16-1.23, N 17
+// 0.88-0.91 / 0.87-0.88 -> 0.93-0.95 / 0.89-0.92, N 64 0.89-0.91 / 0.85-0.87 -> 0.91-0.92 /
+// 0.86-0.88; bf16 unchanged within the noise (N 64 1.17-1.19 / 1.07-1.23 -> 1.14-1.20 /
+// 1.17-1.18).
+inline std::size_t wide_stride(std::int64_t k) {
+  const std::size_t s = (static_cast<std::size_t>(k) + 15) / 16 * 16;
+  return s % 1024 == 0 ? s + 128 : s;
+}
+
 template <class D>
 std::size_t wide_floats(std::int64_t k) {
   std::size_t f = 0;
   if constexpr (task_tile<D>) {
-    f = (static_cast<std::size_t>(tile_cols * k) + 15) / 16 * 16;
+    f = tile_cols * wide_stride(k);
     if constexpr (pair_tile<D>) f += static_cast<std::size_t>(tile_cols * ((D::pair_dwords(k) + 15) / 16 * 16));
   }
   return f;
@@ -183,14 +197,14 @@ inline void widen_panel(panel<A>& p, std::int64_t nc, std::int64_t k, float* sto
     if (!store) return;
     std::uint32_t r = simd::fma_range::empty;
     for (std::int64_t c = 0; c < nc; ++c) {
-      float* dst = store + static_cast<std::size_t>(c) * static_cast<std::size_t>(k);
+      float* dst = store + static_cast<std::size_t>(c) * wide_stride(k);
       r = simd::fma_range::merge(r, D::widen(p.col[c], dst, k));
       p.wide[c] = dst;
     }
     p.range = r;
     if constexpr (pair_tile<D>) {
       if (D::pairs_now()) {
-        auto* pairs = reinterpret_cast<std::uint32_t*>(store + (static_cast<std::size_t>(tile_cols * k) + 15) / 16 * 16);
+        auto* pairs = reinterpret_cast<std::uint32_t*>(store + tile_cols * wide_stride(k));
         const auto stride = static_cast<std::size_t>((D::pair_dwords(k) + 15) / 16 * 16);
         for (std::int64_t c = 0; c < nc; ++c) {
           std::uint32_t* dst = pairs + static_cast<std::size_t>(c) * stride;
