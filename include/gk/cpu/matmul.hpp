@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "gk/cpu/rows.hpp"
 #include "gk/cpu/tiled.hpp"
@@ -110,6 +111,10 @@ concept pair_tile = task_tile<D> && requires(std::int64_t k) { D::pair_dwords(k)
 // only, where a separate pass for the row block's range would read its rows twice.
 template <class D>
 concept checked_task_tile = task_tile<D> && requires { &D::run_task_checked; };
+// A task_tile that takes a prompt's last nine columns (n % tile_cols == 1, n > tile_cols)
+// as column blocks of 5 and 4 rather than 8 and 1 (avx512 bf16: see mul_mat's column_span).
+template <class D>
+concept even_tail_tile = task_tile<D> && requires { requires D::even_tail; };
 // A tile that decodes a row block of tile_rows rows once (avx2/dot_tile_pairs_iq.hpp: the
 // lattice formats, q3_K, tq2_0; avx2/dot_tile_wide.hpp: q8_0, q5_0, iq4_nl, iq4_xs;
 // avx512/dot_tile_float.hpp: bf16 in pairs) for
@@ -588,12 +593,31 @@ void mul_mat(const exec& ex, tensor* dst) {
   half_claims halves(ex.counter, n_rb, ne2 * ne3, ex.ith);
   auto claim = [&] { return order.halves ? halves.next() : ex.counter->fetch_add(1, std::memory_order_relaxed); };
 
+  // Column block cb's first column and column count: tile_cols each, the last fewer; an
+  // even_tail_tile takes the last nine as 5 + 4 instead of 8 + 1, so no task reads its row
+  // block for one column. AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul 4096 x 4096, gk/ref one
+  // / two threads, four rounds within one binary, 8 + 1 -> 5 + 4: bf16 N 9 0.82-0.90 /
+  // 0.84-0.91 -> 0.91-0.94 / 0.87-0.92, N 17 0.89-0.95 / 0.89-0.97 -> 0.93-0.98 / 0.96-0.98;
+  // f16 N 9 0.96-1.01 / 0.92-0.97 -> 0.89-0.92 / 0.83-0.91, N 17 0.90-0.97 / 0.88-0.91 ->
+  // 0.91-0.95 / 0.89-0.91 (f16 does not take it; nor the quantized tiles, which lost at 5-6
+  // columns in the 33rd session). Then against main's binary, three rounds: bf16 N 9
+  // 0.82-0.91 / 0.83-0.86 -> 0.92-0.94 / 0.89-0.91, N 17 0.91-0.94 / 0.91-0.92 -> 0.93-0.95 /
+  // 0.93-0.95. Not measured on Intel, where bf16 runs without the pair dot.
+  auto column_span = [&](std::int64_t cb) -> std::pair<std::int64_t, std::int64_t> {
+    if constexpr (even_tail_tile<tile>) {
+      if (n > tile_cols && n % tile_cols == 1 && cb >= n_cb - 2)
+        return cb == n_cb - 1 ? std::pair{(n_cb - 2) * tile_cols + 5, std::int64_t{4}}
+                              : std::pair{(n_cb - 2) * tile_cols, std::int64_t{5}};
+    }
+    return {cb * tile_cols, std::min(tile_cols, n - cb * tile_cols)};
+  };
+
   // One task: row block rb against column block cb of slab (i2, i3); rows_dec, where not
   // null, is the row block decoded by a decoded_tile.
   auto run_task = [&](std::int64_t rb, std::int64_t cb, std::int64_t i2, std::int64_t i3, const char* next,
                       std::size_t next_bytes, const void* rows_dec) {
-    const std::int64_t c0 = cb * tile_cols;
-    std::int64_t nc = std::min(tile_cols, n - c0);
+    const auto [c0, ncols] = column_span(cb);
+    std::int64_t nc = ncols;
     const std::int64_t row0 = rb * tile_rows + (F == fault::tile_offset && rb > 0 ? 1 : 0);
     std::int64_t nr = std::min(tile_rows, m - row0);
     if constexpr (F == fault::dropped_tail) {
@@ -605,11 +629,11 @@ void mul_mat(const exec& ex, tensor* dst) {
     const bool hit = F == fault::panel_key_cb_only ? key[0] == cb : (key[0] == cb && key[1] == i2 && key[2] == i3);
     panel<A>& p = panels[slot];
     if (!hit) {
-      encode_panel<A, T>(p, b, c0, std::min(tile_cols, n - c0), i2, i3,
+      encode_panel<A, T>(p, b, c0, ncols, i2, i3,
                          store ? store + static_cast<std::size_t>(slot) * panel_size / sizeof(typename A::block)
                                : nullptr,
                          fbuf);
-      widen_panel<tile>(p, std::min(tile_cols, n - c0), k,
+      widen_panel<tile>(p, ncols, k,
                         wide ? wide + static_cast<std::size_t>(slot) * wide_floats<tile>(k) : nullptr);
       key[0] = cb;
       key[1] = i2;

@@ -692,6 +692,7 @@ namespace gk {
 #define GK_AVX512_FLOAT_TASK(fmt)                                                                            \
   static constexpr bool task = true;                                                                         \
   static constexpr bool ranged = std::is_same_v<formats::fmt, formats::bf16>;                                \
+  static constexpr bool even_tail = std::is_same_v<formats::fmt, formats::bf16>;                             \
   static std::uint32_t widen(const formats::fmt::block* col, float* dst, std::int64_t n) {                  \
     return simd::avx512_float_tile::widen(col, dst, n);                                                     \
   }                                                                                                         \
