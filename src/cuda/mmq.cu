@@ -300,10 +300,12 @@ constexpr int mmq_meta_words = (static_cast<int>(sizeof(typename q8::q8dot<W>::w
 // spilled 52 bytes in the capped kernel and q4_1 measured the same, 88-89 / 99-100).
 template <class W, bool PRE>
 constexpr bool mmq_pipe = PRE && !mmq_gsums<W>;
-// q3_K measured faster with two stages of 8 chunks, but that kernel was not through the
-// device tests in this form (no device time left that session): all take 4.
+// q3_K takes two stages of 8 chunks (88 KB of tiles, two blocks an SM): bench_cuda N 512 on
+// an H100, TFLOP/s at M 4096 / 14336, two rounds alternating binaries, 4 -> 8 chunks: q3_K
+// 144.0-144.9 / 153.1-153.7 -> 150.6-151.2 / 164.1-164.6 (q6_K and the 32-weight formats
+// measured worse with 8 in the 33rd session: q8_0 145 / 169 -> 127-128 / 145-146).
 template <class W>
-constexpr int mmq_pipe_kc = 4;
+constexpr int mmq_pipe_kc = W::id == type::q3_K ? 8 : 4;
 
 template <class W, int WN, bool Raw = mmq_staged<W>, bool IDS = false, bool Pipe = false>
 struct mmq_smem {
