@@ -14,7 +14,7 @@
 //   - per k-step of 256 weights, 64 weight rows are unpacked once into signed bytes in
 //     shared memory (q8dot<W>::unpack, the mat-vec's unpacker) and the activation codes of
 //     up to 64 columns copied beside them; on weights unpacked first (mmq_pipe), k-steps of
-//     128 weights copied one step ahead into a second stage;
+//     128 weights (q3_K: 256) copied one step ahead into a second stage;
 //   - mma.sync m16n8k32 (s8 x s8 -> s32) gives each (row, column) the integer sum of a
 //     32-weight chunk, or two m16n8k16 its two 16-weight halves for the formats whose
 //     block dot works in halves (q2_K, q3_K, q6_K, iq2_xs, iq2_s, nvfp4);

@@ -166,8 +166,6 @@ struct panel {
   std::uint32_t range;
 };
 
-// The floats of a panel's widened store for a task_tile D: tile_cols columns of
-// wide_stride(k) floats, then (a pair_tile) tile_cols columns of D::pair_dwords(k) words from a 64-byte boundary.
 // The floats from one widened column to the next: k, rounded up to whole 64-byte lines, and
 // where that is a multiple of 4 KiB (which puts every column's element i in the same L1
 // set), 512 bytes more, so a chunk's lines of the eight columns spread over the sets.
@@ -182,6 +180,9 @@ inline std::size_t wide_stride(std::int64_t k) {
   return s % 1024 == 0 ? s + 128 : s;
 }
 
+// The floats of a panel's widened store for a task_tile D: tile_cols columns of
+// wide_stride(k) floats, then (a pair_tile) tile_cols columns of D::pair_dwords(k) words from
+// a 64-byte boundary.
 template <class D>
 std::size_t wide_floats(std::int64_t k) {
   std::size_t f = 0;
