@@ -205,14 +205,14 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 // (256 + a tail of 12, read under a mask), activations 2^63, weights 1.5 * 2^63 at element 0
 // and -1.25 * 2^65 at element 256 (the tail), zero elsewhere: by mul lane 0 meets -inf, by FMA
 // it ends at -1.75 * 2^127, so a range that misses the tail shows. Cases 5 and 6 are exact
-// by FMA but not by the AVX512_BF16 pair dot (avx512 5-8 columns, where the CPU has it):
+// by FMA but not by the AVX512_BF16 pair dot (avx512 2-8 columns, where the CPU has it):
 // 5 subnormal weights (g * 2^-130) against activations g * 2^100 (the pair dot reads the
 // weights as zero); 6 weights 1.5 * 2^-63 at elements 0-15 and -1.125 * 2^-63 at 16-31,
 // zero elsewhere, activations 1.25 * 2^-63: each lane's sum goes 1.875 * 2^-126, then
 // 0.46875 * 2^-126, subnormal, which the pair dot flushes to zero. n: 9
 // columns are two column blocks (the row block's range worked out once and kept), 2 to 8 one
-// (on avx512 5-8 columns prove each chunk's products exact as they read it, 2-4 add by mul,
-// add). Returns the mismatches against the definition over 1 and 3 threads of the kernel
+// (on avx512 5-8 columns, and 2-4 by pairs, prove each chunk's products exact as they read
+// it; 2-4 otherwise add by mul, add). Returns the mismatches against the definition over 1 and 3 threads of the kernel
 // with fault F.
 template <cpu::matmul::fault F>
 std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {

@@ -345,9 +345,10 @@ inline void task_chunk_rows(const B* const* w, const float* const* a, int nc, st
 // so the prefetch stays.
 // How a task adds its products: by mul, add; by FMA (f16, or bf16 where the row block's and
 // the panel's ranges proved every product exact); or `checked` (bf16 where the row block
-// meets one panel only, cpu/matmul.hpp): a task of 5-8 columns by FMA chunk by chunk where
-// the chunk's codes, taken as they are widened, prove it against the panel's range `a`, else
-// by mul, add; one of 2-4 columns by mul, add. A separate pass over the row block for its
+// meets one panel only, cpu/matmul.hpp): by the AVX512_BF16 pair dot where the CPU has it
+// (pair_dot, 2-8 columns), else a task of 5-8 columns by FMA chunk by chunk where the
+// chunk's codes, taken as they are widened, prove it against the panel's range `a`, else by
+// mul, add, and one of 2-4 columns by mul, add. A separate pass over the row block for its
 // range read its rows twice: perf record (bf16 N 2, 4096 x 4096) put 11% of the run on it
 // against 13% on the task. Intel Xeon (Sapphire Rapids class, KVM), bench_matmul, gk/ref,
 // one / two threads, two rounds alternating binaries, that pass -> checked: N 6 0.69-0.72 /
@@ -382,8 +383,8 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
   }
 }
 
-// bf16 prompts of 5 columns and more by the AVX512_BF16 pair dot, where the CPU has it
-// (pair_dot). vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and
+// bf16 prompts of 2 columns and more by the AVX512_BF16 pair dot, where the CPU has it
+// (pair_dot; 2-4 columns only where the row block meets one panel, `checked`). vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and
 // then that of the low halves. With element j of each 32 in the high half and element j + 16
 // in the low half, lane j adds the products of elements j, j + 16, j + 32, ... in index
 // order: the definition's lane j (float_row::dot). Each add is one FMA of an exact product,
@@ -392,7 +393,7 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
 // prove it against the panel's range and every chunk before it went so too, otherwise as
 // `task` adds it (by FMA where fma_range::exact proves that, else mul, add).
 // The columns go into pairs (vpermw) once a panel (cpu/matmul.hpp pair_tile). The rows go
-// into pairs and are ranged a chunk at a time: per task for 5-8 columns (`task`), once per
+// into pairs and are ranged a chunk at a time: per task for 2-8 columns (`task`), once per
 // row block for all its column blocks from 9 columns (`decode_rows`, `run_decoded`).
 // AMD EPYC (Zen 5, KVM, 2 cores), bench_matmul GK_BENCH_FORMATS=bf16, gk/ref one / two
 // threads, two rounds each: pairs off (GK_CPU_BF16_PAIRS=0) | pairs, rows not prefetched |
@@ -654,6 +655,17 @@ inline void task_f16_chunks(const B* const* w, const float* const* a, int nc, st
 template <class B>
 inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, adding add) {
   if constexpr (std::is_same_v<B, gk::f16>) add.how = adding::fma;
+  // bf16, 2-4 columns of one panel by pairs too (rows_tile adds them by mul, add): AMD EPYC
+  // (Zen 5, KVM, 2 cores), bench_matmul bf16 4096 x 4096, gk/ref one / two threads, three
+  // rounds alternating binaries, rows_tile -> pairs: N 2 0.78-0.85 / 0.84-0.85 (one 1.21) ->
+  // 0.85-0.94 / 0.93-1.00, N 3 0.85-0.93 / 0.88-0.92 -> 1.01-1.07 / 1.01-1.08, N 4 0.90-0.98 /
+  // 0.93-0.95 -> 1.16-1.18 / 1.17-1.21 (N 6, by pairs either way, the same). The 4-column
+  // block of a prompt over several panels (N 9, 12, 17, 20; checks_itself from 2 columns)
+  // measured the same both ways and keeps the row block's range pass.
+  if constexpr (std::is_same_v<B, gk::bf16>) {
+    if (nc >= 2 && nc <= 4 && add.how == adding::checked && add.pairs && add.pairs[0])
+      return pair_dot::task(w, a, add.pairs, nc, n, out, add.a);
+  }
   if (task_small<B>(w, a, nc, n, out, add)) return;
   if constexpr (std::is_same_v<B, gk::f16>) {
     if (nc >= 5) return task_f16_chunks(w, a, nc, n, out);
