@@ -522,6 +522,8 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       }
     }
     auto col = [&](int j) { return scol[j]; };
+    // column j's encoded activations (codes, scales, q8_K sums) in global memory
+    auto act_of = [&](int j) { return q8::act_col{act.base + soff[j], act.d_off, act.bs_off}; };
 
     // A row's weight bytes of the k-step at chunk kcs, copied whole into sraw: coalesced
     // pieces, where a thread per (row, chunk) reading its own fields from global memory
@@ -602,7 +604,7 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
         spread<BN * PD, NT>(tid, [&](int i) {
           const int j = i >> (LKC - 2), h = i & (PD - 1);
           if (4 * h < nch)
-            mv::copy16_async(T.sd() + DLD * j + 4 * h, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d_at(kc0 + 4 * h));
+            mv::copy16_async(T.sd() + DLD * j + 4 * h, act_of(j).d_at(kc0 + 4 * h));
         });
       }
       if constexpr (!PIPE) mv::copy_async_commit();  // PIPE: one group a step
@@ -650,20 +652,20 @@ __device__ __forceinline__ void mmq_body(mm_args p, q8::act_cols act, mmq_ids id
       // would otherwise expose at every k-step
       if constexpr (K_ACT && PIPE) {
         spread<BN, NT>(tid, [&](int j) {
-          mv::copy_async<4>(T.sd() + j, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d_at(kc0 / 8));
+          mv::copy_async<4>(T.sd() + j, act_of(j).d_at(kc0 / 8));
         });
         if constexpr (!MINS) {
           spread<BN * 8, NT>(tid, [&](int i) {
             const int j = i >> 3, k = i & 7;
-            mv::copy_async<4>(T.sbs() + 16 * j + 2 * k, q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.bsums(kc0 / 8) + 2 * k);
+            mv::copy_async<4>(T.sbs() + 16 * j + 2 * k, act_of(j).bsums(kc0 / 8) + 2 * k);
           });
         }
       } else if constexpr (K_ACT && MINS) {
-        for (int j = tid; j < BN; j += NT) T.sd()[j] = q8::act_col{act.base + soff[j], act.d_off, act.bs_off}.d(kc0 / 8);
+        for (int j = tid; j < BN; j += NT) T.sd()[j] = act_of(j).d(kc0 / 8);
       } else if constexpr (K_ACT) {
         for (int i = tid; i < BN * 8; i += NT) {
           const int j = i >> 3, k = i & 7;
-          const q8::act_col ac{act.base + soff[j], act.d_off, act.bs_off};
+          const q8::act_col ac = act_of(j);
           if (k == 0) T.sd()[j] = ac.d(kc0 / 8);
           reinterpret_cast<int*>(T.sbs() + 16 * j)[k] = reinterpret_cast<const int*>(ac.bsums(kc0 / 8))[k];
         }
@@ -1100,7 +1102,7 @@ void run_wn(const mm_args& p, const q8::act_cols& a, void* scratch, exec& x) {
   mmq_ids ids{};
   mmq_pre pre{};
   std::int64_t n_groups = p.ncols / p.n * ((p.n + bn - 1) / bn);
-  if (PRE) {
+  if constexpr (PRE) {
     const std::int64_t chunks = p.kp / 32, jobs = p.m * chunks;
     auto* codes = static_cast<unsigned char*>(scratch);
     auto* meta = reinterpret_cast<unsigned*>(codes + 32 * jobs);

@@ -646,6 +646,11 @@ TEST_CASE("cuda mmq: int8 tensor-core prompts equal the CPU's dot_row bit for bi
           INFO(gk::name(W::id) << " k " << k << " n " << n << (pre ? " (weights unpacked first)" : ""));
           CHECK(mmq_mismatches<W>(k, 67, n, n == 9 ? 2 : 1) == 0);
         }
+      // long rows unpacked first: 312 chunks (78 piped k-steps of 4, 39 of q3_K's 8)
+      if (pre == 1) {
+        INFO(gk::name(W::id) << " k 9984 n 64 (weights unpacked first)");
+        CHECK(mmq_mismatches<W>(9984, 67, 64, 1) == 0);
+      }
     });
   }
   gk::cuda::mmq_pre_mode(-1);
