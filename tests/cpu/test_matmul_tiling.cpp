@@ -212,8 +212,8 @@ TEST_CASE("planted control: a panel cached on the column block alone fails", "[c
 // 0.46875 * 2^-126, subnormal, which the pair dot flushes to zero. n: 9
 // columns are two column blocks (the row block's range worked out once and kept), 2 to 8 one
 // (on avx512 5-8 columns, and 2-4 by pairs, prove each chunk's products exact as they read
-// it; 2-4 otherwise add by mul, add). Returns the mismatches against the definition over 1 and 3 threads of the kernel
-// with fault F.
+// it; 2-4 otherwise add by mul, add). Returns the mismatches against the definition over 1
+// and 3 threads of the kernel with fault F.
 template <cpu::matmul::fault F>
 std::int64_t bf16_range_mismatches(int which, std::int64_t n = 9) {
   context ctx{context_params{16u << 20}};

@@ -384,10 +384,11 @@ inline bool task_small(const B* const* w, const float* const* a, int nc, std::in
 }
 
 // bf16 prompts of 2 columns and more by the AVX512_BF16 pair dot, where the CPU has it
-// (pair_dot; 2-4 columns only where the row block meets one panel, `checked`). vdpbf16ps adds, per 32-bit lane, the product of the pair's high halves and
-// then that of the low halves. With element j of each 32 in the high half and element j + 16
-// in the low half, lane j adds the products of elements j, j + 16, j + 32, ... in index
-// order: the definition's lane j (float_row::dot). Each add is one FMA of an exact product,
+// (pair_dot; 2-4 columns only where the row block meets one panel, `checked`). vdpbf16ps
+// adds, per 32-bit lane, the product of the pair's high halves and then that of the low
+// halves. With element j of each 32 in the high half and element j + 16 in the low half,
+// lane j adds the products of elements j, j + 16, j + 32, ... in index order: the
+// definition's lane j (float_row::dot). Each add is one FMA of an exact product,
 // so it is the definition's add wherever fma_range::pair_exact holds (no subnormal codes,
 // products multiples of 2^-126); a 256-element chunk goes this way where its 16 rows' codes
 // prove it against the panel's range and every chunk before it went so too, otherwise as
