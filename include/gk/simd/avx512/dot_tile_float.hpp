@@ -656,23 +656,21 @@ inline void task_f16_chunks(const B* const* w, const float* const* a, int nc, st
 template <class B>
 inline void task(const B* const* w, const float* const* a, int nc, std::int64_t n, float* out, adding add) {
   if constexpr (std::is_same_v<B, gk::f16>) add.how = adding::fma;
-  // bf16, 2-4 columns of one panel by pairs too (rows_tile adds them by mul, add): AMD EPYC
-  // (Zen 5, KVM, 2 cores), bench_matmul bf16 4096 x 4096, gk/ref one / two threads, three
+  // bf16 by pairs where checked (2-8 columns); 2-4 columns of one panel went through
+  // rows_tile, adding by mul, add, before the 35th session: AMD EPYC (Zen 5, KVM, 2 cores),
+  // bench_matmul bf16 4096 x 4096, gk/ref one / two threads, three
   // rounds alternating binaries, rows_tile -> pairs: N 2 0.78-0.85 / 0.84-0.85 (one 1.21) ->
   // 0.85-0.94 / 0.93-1.00, N 3 0.85-0.93 / 0.88-0.92 -> 1.01-1.07 / 1.01-1.08, N 4 0.90-0.98 /
   // 0.93-0.95 -> 1.16-1.18 / 1.17-1.21 (N 6, by pairs either way, the same). The 4-column
   // block of a prompt over several panels (N 9, 12, 17, 20; checks_itself from 2 columns)
   // measured the same both ways and keeps the row block's range pass.
   if constexpr (std::is_same_v<B, gk::bf16>) {
-    if (nc >= 2 && nc <= 4 && add.how == adding::checked && add.pairs && add.pairs[0])
+    if (nc >= 2 && add.how == adding::checked && add.pairs && add.pairs[0])
       return pair_dot::task(w, a, add.pairs, nc, n, out, add.a);
   }
   if (task_small<B>(w, a, nc, n, out, add)) return;
   if constexpr (std::is_same_v<B, gk::f16>) {
     if (nc >= 5) return task_f16_chunks(w, a, nc, n, out);
-  } else if constexpr (std::is_same_v<B, gk::bf16>) {
-    if (nc >= 5 && add.how == adding::checked && add.pairs && add.pairs[0])
-      return pair_dot::task(w, a, add.pairs, nc, n, out, add.a);
   }
   alignas(64) float wb[16 * task_kc];
   __m512 acc[16 * 8];
